@@ -1,0 +1,123 @@
+"""Input validation shared by the library and the CLI.
+
+Every check raises :class:`ValueError` with a one-line message that names the parameter and the
+offending value, e.g. ``mu must be in (0, 1); got 1.5``. The CLI prints exactly this message and
+exits with code 2, so library and command line report the same error in the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import numpy as np
+
+__all__ = ["fail", "format_value", "check_array", "check_int_array", "check_scalar"]
+
+
+def format_value(value: Any) -> str:
+    """Render a bad value compactly for an error message (Python scalars, not NumPy reprs)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value)
+    return str(value)
+
+
+def fail(name: str, value: Any, requirement: str) -> NoReturn:
+    """Raise ``ValueError("<name> must be <requirement>; got <value>")``."""
+    raise ValueError(f"{name} must be {requirement}; got {format_value(value)}")
+
+
+def _interval(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    left = "(" if lo_open else "["
+    right = ")" if hi_open else "]"
+    lo_s = "-inf" if lo is None else format_value(lo)
+    hi_s = "inf" if hi is None else format_value(hi)
+    return f"in {left}{lo_s}, {hi_s}{right}"
+
+
+def check_array(
+    name: str,
+    x: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Return ``x`` as a float array after checking every element is finite and in range.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    x : array_like
+        Values to check.
+    lo, hi : float, optional
+        Bounds of the allowed interval (``None`` for unbounded).
+    lo_open, hi_open : bool
+        Whether the corresponding bound is excluded.
+    allow_empty : bool
+        Whether an empty array is acceptable.
+
+    Raises
+    ------
+    ValueError
+        On the first element that is NaN, infinite or outside the interval.
+    """
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        fail(name, x, "a number or an array of numbers")
+    if arr.size == 0 and not allow_empty:
+        fail(name, "[]", "non-empty")
+    bad = ~np.isfinite(arr)
+    if lo is not None:
+        bad |= (arr <= lo) if lo_open else (arr < lo)
+    if hi is not None:
+        bad |= (arr >= hi) if hi_open else (arr > hi)
+    if bad.any():
+        value = arr[bad].flat[0]
+        if not np.isfinite(value):
+            fail(name, value, "a finite number")
+        fail(name, value, _interval(lo, hi, lo_open, hi_open))
+    return arr
+
+
+def check_int_array(
+    name: str,
+    x: Any,
+    *,
+    lo: int | None = None,
+    hi: int | None = None,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Return ``x`` as an int64 array after checking every element is an integer in ``[lo, hi]``."""
+    arr = check_array(name, x, allow_empty=allow_empty)
+    frac = arr != np.round(arr)
+    if frac.any():
+        fail(name, arr[frac].flat[0], "an integer")
+    if lo is not None and (arr < lo).any():
+        fail(name, arr[arr < lo].flat[0], f">= {lo}")
+    if hi is not None and (arr > hi).any():
+        fail(name, arr[arr > hi].flat[0], f"<= {hi}")
+    return arr.astype(np.int64)
+
+
+def check_scalar(
+    name: str,
+    x: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """Check a single finite number (see :func:`check_array`) and return it as ``float``."""
+    arr = check_array(name, x, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
+    if arr.ndim != 0:
+        fail(name, x, "a single number")
+    return float(arr)

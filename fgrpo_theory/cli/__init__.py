@@ -1,0 +1,58 @@
+"""Command-line interface ``fgrpo-theory``.
+
+Commands are thin layers over the library: they parse options, call library functions and print
+DataFrames. User errors (``ValueError`` from the library or the parsers, and Typer's own usage
+errors) are printed as one line on stderr with exit code 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+# Command modules register themselves on ``app`` when imported. They must keep heavy imports
+# (numba, matplotlib, the simulator) inside the command functions.
+from . import (
+    closed_forms,  # noqa: E402,F401  miss-prob, peak, focal, lr-multiplier, passk
+    figures,  # noqa: E402,F401  figures, validate
+    mass,  # noqa: E402,F401  mass
+    simulate,  # noqa: E402,F401  simulate
+)
+from ._app import app
+
+__all__ = ["app", "main"]
+
+
+def _error(message: str) -> int:
+    print(f"Error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return (and, as a console script, exit with) the exit code."""
+    import typer
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        args = ["--help"]
+    try:
+        rv = app(args=args, prog_name="fgrpo-theory", standalone_mode=False)
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        code = _error("aborted")
+    except ValueError as e:
+        code = _error(str(e))
+    except FileNotFoundError as e:
+        code = _error(f"file not found: {e.filename}")
+    except Exception as e:  # Typer's usage errors (bad option, missing value, ...)
+        if hasattr(e, "format_message") and hasattr(e, "exit_code"):
+            _error(" ".join(e.format_message().split()))
+            code = e.exit_code or 2
+        else:
+            raise
+    else:
+        code = rv if isinstance(rv, int) else 0
+    if argv is None:
+        sys.exit(code)
+    return code

@@ -1,0 +1,22 @@
+"""The Typer application object that every command module registers on."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="fgrpo-theory",
+    help=(
+        "Closed forms, a softmax-policy simulator and figures for the theory of F-GRPO "
+        "(arXiv 2602.06717): tail-miss probability, mass redistribution, focal weights, pass@k."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Closed forms, simulator and figures for the theory of F-GRPO (arXiv 2602.06717)."""

@@ -1,0 +1,72 @@
+"""The CLI's shared parsers and its error contract (one line, exit code 2, no traceback)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fgrpo_theory.cli._common import parse_float_list, parse_int_list
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("4", [4]),
+        ("4,8,2", [2, 4, 8]),
+        ("4..8", [4, 5, 6, 7, 8]),
+        ("4..20:4", [4, 8, 12, 16, 20]),
+        ("1..64:x2", [1, 2, 4, 8, 16, 32, 64]),
+        ("1..100:x10", [1, 10, 100]),
+        ("2..10:x3", [2, 6]),
+        ("1..3,2..4", [1, 2, 3, 4]),
+    ],
+)
+def test_parse_int_list(text, expected):
+    np.testing.assert_array_equal(parse_int_list(text, "--N", lo=1), expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("64..4", "64..4"),
+        ("0..8", "got 0"),
+        ("1..1e9", "1..1e9"),
+        ("abc", "'abc'"),
+        ("", "non-empty"),
+        ("4,,8", "non-empty"),
+        ("1..8:0", "step"),
+        ("1..8:x1", "F > 1"),
+    ],
+)
+def test_parse_int_list_errors_name_parameter_and_value(text, fragment):
+    with pytest.raises(ValueError, match="^--N ") as info:
+        parse_int_list(text, "--N", lo=1)
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_parse_float_list():
+    np.testing.assert_array_equal(parse_float_list("0.2, 0.5,0.8", "--mu"), [0.2, 0.5, 0.8])
+    for bad in ["", "x", "nan", "0.1,,0.2"]:
+        with pytest.raises(ValueError, match="^--mu "):
+            parse_float_list(bad, "--mu")
+
+
+def test_usage_errors_are_one_line_exit_2(cli):
+    r = cli("no-such-command")
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and r.err.startswith("Error:")
+
+
+def test_console_script_has_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-c", "from fgrpo_theory.cli import main; main()", "bogus"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("Error:")
