@@ -10,15 +10,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-# Command modules register themselves on ``app`` when imported. They must keep heavy imports
-# (numba, matplotlib, the simulator) inside the command functions.
-from . import (
-    closed_forms,  # noqa: E402,F401  miss-prob, peak, focal, lr-multiplier, passk
-    figures,  # noqa: E402,F401  figures, validate
-    mass,  # noqa: E402,F401  mass
-    simulate,  # noqa: E402,F401  simulate
-)
 from ._app import app
+
+# Each command module registers its commands on ``app`` when imported; it keeps heavy imports
+# (numba, matplotlib, the simulator) inside the command functions.
+from . import figures, focal, mass, simulate, tail  # noqa: E402,F401  isort: skip
 
 __all__ = ["app", "main"]
 

@@ -1,0 +1,3 @@
+"""CLI commands (placeholder until implemented)."""
+
+from ._app import app  # noqa: F401
