@@ -1,0 +1,1 @@
+"""Experiments behind every figure of fgrpo-theory (see :mod:`experiments.registry`)."""
