@@ -1,0 +1,129 @@
+"""Timing and reporting helpers shared by the benchmark scripts (not part of the package).
+
+Every benchmark script measures the simulator and a reference implementation IN THE SAME RUN, takes
+the best of several repeats (the machine is shared, so the minimum is the least noisy estimate of
+the cost), and prints one table: what was measured, the time or rate, the target, the ratio against
+the reference and whether the target was met. Targets are reported, never asserted: a script exits
+0 even when it prints ``MISSED``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "REPO",
+    "Row",
+    "best_of",
+    "header",
+    "print_table",
+    "load_module",
+    "fmt_time",
+    "fmt_rate",
+]
+
+#: Repository root (the parent of ``benchmarks/``).
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load_module(name: str):
+    """Import ``benchmarks/<name>.py`` by path (``benchmarks/`` is not a package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    mod_name = f"_fgrpo_bench_{name}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> float:
+    """Return the smallest wall time (seconds) of ``repeats`` calls of ``fn``.
+
+    If ``min_time`` is positive, keep repeating (beyond ``repeats``) until the total measured time
+    exceeds it, so that very short calls are timed often enough to see through scheduler noise.
+    """
+    best = float("inf")
+    total = 0.0
+    count = 0
+    while count < repeats or total < min_time:
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        best = min(best, dt)
+        total += dt
+        count += 1
+    return best
+
+
+def fmt_time(seconds: float) -> str:
+    """Format a duration with a sensible unit."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_rate(rate: float, unit: str) -> str:
+    """Format a rate (per second) with an SI prefix."""
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if rate >= factor:
+            return f"{rate / factor:.2f} {prefix}{unit}/s"
+    return f"{rate:.1f} {unit}/s"
+
+
+def header(title: str) -> None:
+    """Print the benchmark title and the machine it ran on."""
+    import numba
+    import numpy as np
+
+    print(f"# {title}")
+    print(
+        f"# python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__},"
+        f" {os.cpu_count()} logical cores, {platform.machine()}; shared machine: best of repeats"
+    )
+
+
+@dataclass
+class Row:
+    """One line of a benchmark table.
+
+    ``ok`` is True/False when the row has a target, None when it is informational.
+    """
+
+    what: str
+    value: str
+    target: str = ""
+    ratio: str = ""
+    ok: bool | None = None
+
+
+def print_table(rows: list[Row]) -> int:
+    """Print the rows as an aligned text table; return the number of missed targets."""
+    head = ("measured", "value", "target", "ratio vs reference", "status")
+    cells = [
+        (r.what, r.value, r.target, r.ratio, {True: "met", False: "MISSED", None: ""}[r.ok])
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for c in cells:
+        print("  ".join(x.ljust(w) for x, w in zip(c, widths, strict=True)).rstrip())
+    missed = sum(1 for r in rows if r.ok is False)
+    if missed:
+        print(f"MISSED: {missed} target(s) not met (reported, not asserted)")
+    sys.stdout.flush()
+    return missed
