@@ -98,9 +98,10 @@ class AdvantageConvention:
     baseline : {"mean", "loo"}
         Group mean, or leave-one-out mean of the other N-1 rewards (RLOO).
     zero_variance : {"zero", "formula"}
-        A group whose rewards are all equal gets A = 0 exactly (``"zero"``), or the formula as
-        written (``"formula"``; a ValueError if its divisor is 0, i.e. a std convention with
-        eps = 0, instead of a silent NaN).
+        A group whose rewards are all equal has centred rewards exactly 0. ``"zero"``: its
+        advantages are 0 (0/0 is taken as 0). ``"formula"``: the formula as written, 0 / D, which
+        is 0 when D > 0 and a ValueError when D = 0 (a std convention with eps = 0) instead of a
+        silent NaN; a strict mode for checking that no 0/0 occurs.
     group_of_one : {"zero", "raw", "raise"}
         A group of size 1: A = 0; or, as verl does, mean 0 and std 1, so A = R / D with std := 1
         (``"raw"``); or refuse with a ValueError, as OpenRLHF does (``"raise"``).
@@ -256,7 +257,8 @@ def group_advantages(
     if conv.zero_variance == "formula" and conv.std != "none" and flat.any():
         if conv.divisor(0.0) == 0:
             _zero_divisor(conv)
-    centred = r - r.mean(axis=-1, keepdims=True)
+    # A flat group's centred rewards are 0 exactly (not the rounding noise of its float mean).
+    centred = np.where(flat, 0.0, r - r.mean(axis=-1, keepdims=True))
     if conv.baseline == "loo":
         centred = centred * (n / (n - 1))
     if conv.std == "none":
