@@ -78,7 +78,8 @@ def pass_at_k(n: Any, c: Any, k: Any) -> np.ndarray | float:
 def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
     """Exact pass@k = 1 - (1 - mu)^k of a policy with success probability mu (theory.md sec. 7).
 
-    Evaluated as -expm1(k log1p(-mu)), accurate to a few ulps even for mu = 1e-15.
+    Evaluated as -expm1(k log1p(-mu)), accurate to a few ulps even for mu = 1e-300; pass@1 is mu
+    exactly.
 
     Parameters
     ----------
@@ -96,4 +97,5 @@ def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
     kk = check_int_array("k", k, lo=1).astype(float)
     with np.errstate(divide="ignore"):
         out = -np.expm1(kk * np.log1p(-m)) + 0.0
+    out = np.where(kk == 1, m, out)  # pass@1 = mu exactly
     return float(out) if out.ndim == 0 else out
