@@ -1,0 +1,159 @@
+"""CLI commands focal, lr-multiplier and passk: columns, values, formats and the error contract."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+
+
+def _csv(out: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(out))
+
+
+def test_focal_csv_columns_and_values(cli):
+    r = cli("focal", "--N", "4", "--gamma", "0,1", "--format", "csv")
+    assert r.code == 0, r.err
+    df = _csv(r.out)
+    assert list(df.columns) == ["gamma", "N", "X", "mu_hat", "g", "adv_pos", "adv_neg"]
+    assert len(df) == 2 * 5
+    row = df[(df.gamma == 0) & (df.X == 1)].iloc[0]
+    # population std: A+ = sqrt((1-x)/x) = sqrt(3), A- = -sqrt(x/(1-x)) = -1/sqrt(3) at x = 1/4
+    assert row.adv_pos == pytest.approx(math.sqrt(3), rel=1e-14)
+    assert row.adv_neg == pytest.approx(-1 / math.sqrt(3), rel=1e-14)
+    row = df[(df.gamma == 1) & (df.X == 1)].iloc[0]
+    assert row.g == 0.75
+    assert row.adv_pos == pytest.approx(0.75 * math.sqrt(3), rel=1e-14)
+    # inactive groups: no correct (X=0) / no incorrect (X=N) rollout -> 0, never NaN
+    edge = df[df.X.isin([0, 4])]
+    assert (edge.adv_pos == 0).all() and (edge.adv_neg == 0).all()
+    assert not df.isna().any().any()
+
+
+def test_focal_convention_and_json(cli):
+    r = cli("focal", "--N", "4", "--gamma", "0", "--convention", "trl", "--format", "json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert len(rows) == 5
+    # TRL, X = 2 of 4: Bessel std sqrt(1/3), eps 1e-4
+    assert rows[2]["adv_pos"] == pytest.approx(0.5 / (math.sqrt(1 / 3) + 1e-4), rel=1e-14)
+    r = cli("focal", "--N", "1", "--gamma", "0", "--convention", "verl", "--format", "json")
+    rows = json.loads(r.out)
+    assert rows[1]["adv_pos"] == pytest.approx(1 / (1 + 1e-6), rel=1e-14)
+
+
+def test_focal_table_and_output_file(cli, tmp_path):
+    r = cli("focal", "--N", "2,3")
+    assert r.code == 0 and "adv_pos" in r.out
+    out = tmp_path / "focal.csv"
+    r = cli("focal", "--N", "2..8:x2", "--gamma", "0.5", "--output", out)
+    assert r.code == 0 and "wrote 17 rows" in r.err  # (2+1) + (4+1) + (8+1)
+    assert sorted(pd.read_csv(out).N.unique()) == [2, 4, 8]
+
+
+def test_lr_multiplier(cli):
+    r = cli("lr-multiplier", "--gamma", "0,0.5,1,2", "--format", "json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert [row["gamma"] for row in rows] == [0, 0.5, 1, 2]
+    expected = [1.0, 32 / (15 * math.pi), 0.5, 5 / 16]  # B(3/2, g+3/2) / (pi/8) by hand
+    for row, e in zip(rows, expected, strict=True):
+        assert row["lr_multiplier"] == pytest.approx(e, rel=1e-14)
+    r = cli("lr-multiplier", "--format", "csv")
+    assert list(_csv(r.out).columns) == ["gamma", "lr_multiplier"]
+
+
+def test_passk_grid(cli):
+    r = cli("passk", "--n", "1024", "--c", "3,10", "--k", "1,256", "--format", "csv")
+    assert r.code == 0, r.err
+    df = _csv(r.out)
+    assert list(df.columns) == ["n", "c", "k", "pass_at_k"]
+    assert len(df) == 4
+    assert df.pass_at_k[(df.c == 3) & (df.k == 1)].item() == 3 / 1024
+    # 1 - C(1021, 256)/C(1024, 256) = 1 - (768*767*766)/(1024*1023*1022)
+    ref = 1 - (768 * 767 * 766) / (1024 * 1023 * 1022)
+    assert df.pass_at_k[(df.c == 3) & (df.k == 256)].item() == pytest.approx(ref, rel=1e-14)
+
+
+def test_passk_from_csv(cli, tmp_path):
+    src = tmp_path / "counts.csv"
+    src.write_text("problem,n,c\nA,1024,3\nB,16,16\nC,8,0\n")
+    r = cli("passk", "--from-csv", src, "--k", "1,8", "--format", "json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert [(x["problem"], x["k"]) for x in rows] == [
+        ("A", 1),
+        ("A", 8),
+        ("B", 1),
+        ("B", 8),
+        ("C", 1),
+        ("C", 8),
+    ]
+    assert rows[0]["pass_at_k"] == 3 / 1024
+    assert rows[2]["pass_at_k"] == 1.0 and rows[5]["pass_at_k"] == 0.0
+
+
+@pytest.mark.parametrize("command", ["focal", "lr-multiplier", "passk"])
+def test_help_has_example(cli, command):
+    r = cli(command, "--help")
+    assert r.code == 0
+    assert f"Example: fgrpo-theory {command}" in " ".join(r.out.split())
+    assert "--format" in r.out and "--output" in r.out
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("focal", "--N", "0"), "--N must be >= 1; got 0"),
+        (("focal", "--gamma", "-1"), "--gamma must be in [0.0, inf]; got -1.0"),
+        (("focal", "--gamma", "x"), "--gamma must be a number; got 'x'"),
+        (("focal", "--convention", "ppo"), "convention must be one of"),
+        (("focal", "--N", "1", "--convention", "openrlhf"), "--N must be >= 2 for convention"),
+        (("focal", "--r-correct", "0"), "--r-correct must be > --r-incorrect = 0.0; got 0.0"),
+        (("focal", "--N", "1..2000000"), "--N must be"),
+        (("lr-multiplier", "--gamma", "-0.5"), "--gamma must be in [0.0, inf]; got -0.5"),
+        (("passk", "--n", "10", "--c", "11"), "--c must be <= n = 10; got 11"),
+        (("passk", "--n", "10", "--c", "1", "--k", "11"), "--k must be <= n = 10; got 11"),
+        (("passk", "--n", "10", "--c", "1", "--k", "0"), "--k must be >= 1; got 0"),
+        (("passk", "--c", "1"), "--n must be given unless --from-csv is used"),
+        (("passk", "--n", "10"), "--c must be given unless --from-csv is used"),
+        (("passk", "--from-csv", "/nonexistent/counts.csv"), "--from-csv must be an existing file"),
+        (("passk", "--n", "10", "--format", "xml"), "xml"),
+    ],
+)
+def test_bad_input_one_line_exit_2(cli, args, fragment):
+    r = cli(*args)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err.startswith("Error: ") and r.err.count("\n") == 1
+    assert fragment in r.err
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("problem,n\nA,10\n", "a CSV with columns n and c"),
+        ("n,c\n10,11\n", "--c must be <= n = 10; got 11"),
+        ("n,c\n10,2.5\n", "--from-csv column c must be an integer; got 2.5"),
+        ("n,c\n10,\n", "--from-csv column c must be a finite number; got nan"),
+        ("", "a readable CSV file"),
+        ("n,c\n", "at least one row"),
+    ],
+)
+def test_passk_bad_csv(cli, tmp_path, content, fragment):
+    src = tmp_path / "bad.csv"
+    src.write_text(content)
+    r = cli("passk", "--from-csv", src)
+    assert r.code == 2
+    assert r.err.startswith("Error: ") and r.err.count("\n") == 1
+    assert fragment in r.err
+
+
+def test_passk_from_csv_excludes_grid_options(cli, tmp_path):
+    src = tmp_path / "counts.csv"
+    src.write_text("n,c\n10,1\n")
+    r = cli("passk", "--from-csv", src, "--n", "10")
+    assert r.code == 2 and "--from-csv must be used without --n and --c" in r.err
