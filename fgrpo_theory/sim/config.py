@@ -1,0 +1,464 @@
+"""Declarative simulator configuration: :class:`SimConfig`, TOML loading, sweeps and hashes.
+
+A config describes one experiment: a softmax policy over ``K`` actions (initial logits, correct
+set, named subsets), the group size ``N``, the algorithm (GRPO / DAPO / CISPO, PPO-style inner
+updates and clipping, focal weight ``gamma``), the surrogate (``rule``), the advantage convention
+(a preset of :mod:`fgrpo_theory.advantages`), the optimizer and the logging schedule. Every field is
+validated when the config is built, before any compilation or simulation, and errors name the
+field and the bad value.
+
+A *sweep* is a mapping of the same fields in which any value may be a list; :func:`expand_grid`
+turns it into the list of configs of the Cartesian product. A TOML file holds either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._validate import check_scalar, fail, format_value
+
+__all__ = [
+    "SimConfig",
+    "ALGOS",
+    "RULES",
+    "OPTIMIZERS",
+    "BACKENDS",
+    "SAMPLERS",
+    "CLIP_DEFAULTS",
+    "parse_logits",
+    "parse_index_set",
+    "load_config",
+    "load_sweep",
+    "expand_grid",
+    "config_hash",
+]
+
+ALGOS = ("grpo", "dapo", "cispo")
+RULES = ("linear", "logprob")
+OPTIMIZERS = ("sgd", "adam", "adamw")
+BACKENDS = ("auto", "dense", "sumtree")
+SAMPLERS = ("auto", "iid", "sorted")
+#: (eps_low, eps_high) per algorithm: PPO clip for GRPO, clip-higher for DAPO, CISPO's IS bounds.
+CLIP_DEFAULTS = {"grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "cispo": (1.0, 5.0)}
+#: Largest supported action count and group size.
+MAX_K = 100_000_000
+MAX_N = 100_000_000
+
+
+def _as_int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer | float):
+        fail(name, value, "an integer")
+    if isinstance(value, float) and not value.is_integer():
+        fail(name, value, "an integer")
+    v = int(value)
+    if v < lo:
+        fail(name, v, f">= {lo}")
+    if hi is not None and v > hi:
+        fail(name, v, f"<= {hi}")
+    return v
+
+
+def _as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    if not isinstance(value, str) or value.lower() not in choices:
+        fail(name, value, "one of " + ", ".join(choices))
+    return value.lower()
+
+
+def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
+    """Parse a compact logit spec into a float array of length ``K``.
+
+    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
+    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
+    gives ``K`` equal logits.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        fail(name, spec, "a spec such as '5.0x1,3.0x9999,0.0x118000'")
+    items = [t.strip() for t in spec.split(",")]
+    vals: list[float] = []
+    counts: list[int] = []
+    for item in items:
+        if "x" in item:
+            v_s, _, c_s = item.partition("x")
+        elif len(items) == 1:
+            v_s, c_s = item, str(K)
+        else:
+            fail(name, item, "an item VALUExCOUNT such as 3.0x9999")
+        try:
+            v = float(v_s)
+            c = int(c_s)
+        except ValueError:
+            fail(name, item, "an item VALUExCOUNT such as 3.0x9999")
+        if not np.isfinite(v):
+            fail(name, item, "finite logit values")
+        if c < 1:
+            fail(name, item, "an item with a count >= 1")
+        vals.append(v)
+        counts.append(c)
+    if sum(counts) != K:
+        fail(name, spec, f"a spec whose counts add up to K = {K} (they add up to {sum(counts)})")
+    return np.repeat(np.asarray(vals, dtype=float), counts)
+
+
+def parse_index_set(spec: Any, K: int, name: str) -> np.ndarray:
+    """Sorted unique 0-based action indices from ``"0..9999"``, ``"0,3,5"`` or ``"1..99:2"``.
+
+    Ranges are inclusive (the syntax of the CLI's integer lists). Every index must be in
+    ``[0, K-1]``.
+    """
+    from ..cli._common import parse_int_list
+
+    if not isinstance(spec, str):
+        fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
+    try:
+        idx = parse_int_list(spec, name)
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+    bad = (idx < 0) | (idx >= K)
+    if bad.any():
+        fail(name, int(idx[bad][0]), f"an action index in [0, {K - 1}] (K = {K})")
+    return idx
+
+
+def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tuple[int, ...]:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list | tuple | np.ndarray) or len(value) == 0:
+        fail(name, value, "a non-empty list of integers")
+    out = tuple(sorted({_as_int(name, v, lo, hi) for v in value}))
+    return out
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulator experiment (validated on construction).
+
+    Parameters
+    ----------
+    K : int
+        Number of actions (outcomes) of each prompt's softmax policy, >= 2.
+    logits : str
+        Initial logits, a compact spec (see :func:`parse_logits`): ``"0"`` = uniform,
+        ``"5.0x1,3.0x9999,0.0x118000"`` = the paper's Fig. 2 start.
+    correct : str or int
+        Correct set: a 0-based index spec (``"0..9999"``, ``"0,3"``) or an int = the number of
+        leading actions that are correct. Must be non-empty.
+    subsets : mapping of str to str
+        Named action subsets (index specs) for ``mass_<name>`` and ``tail_miss_<name>`` metrics,
+        e.g. ``{"rare": "1..9999"}``. Names must be identifiers.
+    prompts : int
+        Number of independent prompts; every prompt starts from the same policy (heterogeneous
+        prompts are separate configs of a sweep). Runs are prompts x seeds.
+    N : int
+        Group size (rollouts per prompt per step), >= 1.
+    steps : int
+        Number of sampled groups (optimization steps) per run, >= 1.
+    algo : {"grpo", "dapo", "cispo"}
+        GRPO and DAPO: PPO clipped surrogate (clip-higher for DAPO); CISPO: stop-gradient clipped
+        importance weight (P-15, P-16). Identical when ``inner_updates == 1`` (ratio 1).
+    rule : {"linear", "logprob"}
+        Per-sample surrogate: ``A * p(a)`` (linear, the paper's simulation and BroRL) or
+        ``A * log p(a)`` (policy gradient).
+    advantage : str
+        Advantage convention, a preset name of :mod:`fgrpo_theory.advantages` ("grpo",
+        "grpo-bessel", "trl", "verl", "openrlhf", "dr-grpo", "rloo", "paper-sim").
+    gamma : float
+        Focal exponent (P-12), >= 0; 0 is the vanilla algorithm.
+    optimizer : {"sgd", "adam", "adamw"}
+        SGD, Adam (weight decay as an L2 term in the gradient) or AdamW (decoupled decay).
+    lr : float
+        Learning rate, > 0.
+    weight_decay : float
+        Weight decay, >= 0 (L2 for sgd/adam, decoupled for adamw).
+    beta1, beta2, adam_eps : float
+        Adam moments and denominator epsilon (PyTorch defaults).
+    inner_updates : int
+        Optimizer steps per sampled group (PPO epochs); ratios and clipping only matter if > 1.
+    clip_low, clip_high : float or None
+        Clip range ``[1 - clip_low, 1 + clip_high]``; ``None`` = the algorithm's default
+        (GRPO 0.2/0.2, DAPO 0.2/0.28, CISPO 1.0/5.0).
+    dynamic_sampling : bool
+        Redraw a group whose rewards are all equal (DAPO's dynamic sampling), up to
+        ``max_resamples`` times; the redraws are reported in ``resamples``.
+    max_resamples : int
+        Cap on redraws per step, >= 1.
+    r_correct, r_incorrect : float
+        Rewards of correct and incorrect actions (``r_correct > r_incorrect``); the paper's
+        simulation uses +1 / -1.
+    seeds : int
+        Number of seeds per prompt, >= 1.
+    seed : int
+        Base seed of the counter-based random streams, >= 0.
+    log_every : int
+        Log metrics at step 0, every ``log_every`` steps and at the last step.
+    log_steps : tuple of int or None
+        Explicit steps to log (in ``[0, steps]``), overriding ``log_every``.
+    pass_k : tuple of int
+        ``k`` values of the exact pass@k columns ``pass_at_<k>``.
+    backend : {"auto", "dense", "sumtree"}
+        ``sumtree``: O(log K) per sampled action, only for SGD + log-prob + one inner update + no
+        weight decay + a zero-sum advantage convention (only sampled logits move); ``auto`` uses it
+        for such configs when K >= 16384.
+    sampler : {"auto", "iid", "sorted"}
+        Dense-path sampling: i.i.d. uniforms with binary search (O(N log K)) or sorted uniforms
+        from exponential spacings merged with the CDF (O(N + K)); ``auto`` picks by cost.
+    renorm_every : int
+        Sum-tree path: rebuild the tree from the logits (fresh shift) every this many steps.
+    name : str
+        Free label copied into the output.
+    """
+
+    K: int = 6
+    logits: str = "0"
+    correct: str | int = 1
+    subsets: Mapping[str, str] = field(default_factory=dict)
+    prompts: int = 1
+    N: int = 8
+    steps: int = 100
+    algo: str = "grpo"
+    rule: str = "logprob"
+    advantage: str = "grpo"
+    gamma: float = 0.0
+    optimizer: str = "sgd"
+    lr: float = 0.1
+    weight_decay: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    adam_eps: float = 1e-8
+    inner_updates: int = 1
+    clip_low: float | None = None
+    clip_high: float | None = None
+    dynamic_sampling: bool = False
+    max_resamples: int = 16
+    r_correct: float = 1.0
+    r_incorrect: float = -1.0
+    seeds: int = 1
+    seed: int = 0
+    log_every: int = 10
+    log_steps: tuple[int, ...] | None = None
+    pass_k: tuple[int, ...] = (1,)
+    backend: str = "auto"
+    sampler: str = "auto"
+    renorm_every: int = 10_000
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        s = object.__setattr__
+        K = _as_int("K", self.K, 2, MAX_K)
+        s(self, "K", K)
+        if not isinstance(self.logits, str):
+            fail("logits", self.logits, "a spec string such as '5.0x1,3.0x9999,0.0x118000'")
+        parse_logits(self.logits, K)
+        if isinstance(self.correct, bool) or not isinstance(self.correct, str | int | np.integer):
+            fail("correct", self.correct, "an index spec such as '0..9999' or a count")
+        if isinstance(self.correct, str):
+            parse_index_set(self.correct, K, "correct")
+        else:
+            s(self, "correct", _as_int("correct", self.correct, 1, K))
+        if not isinstance(self.subsets, Mapping):
+            fail("subsets", self.subsets, "a table of name = 'index spec'")
+        subs = {}
+        for k, v in dict(self.subsets).items():
+            if not isinstance(k, str) or not k.isidentifier():
+                fail("subsets", k, "names that are identifiers")
+            parse_index_set(v, K, f"subsets.{k}")
+            subs[k] = v
+        s(self, "subsets", _FrozenDict(subs))
+        s(self, "prompts", _as_int("prompts", self.prompts, 1))
+        s(self, "N", _as_int("N", self.N, 1, MAX_N))
+        s(self, "steps", _as_int("steps", self.steps, 1))
+        s(self, "algo", _as_choice("algo", self.algo, ALGOS))
+        s(self, "rule", _as_choice("rule", self.rule, RULES))
+        from ..advantages import PRESETS
+
+        s(self, "advantage", _as_choice("advantage", self.advantage, PRESETS))
+        s(self, "gamma", check_scalar("gamma", self.gamma, lo=0.0))
+        s(self, "optimizer", _as_choice("optimizer", self.optimizer, OPTIMIZERS))
+        s(self, "lr", check_scalar("lr", self.lr, lo=0.0, lo_open=True))
+        s(self, "weight_decay", check_scalar("weight_decay", self.weight_decay, lo=0.0))
+        s(self, "beta1", check_scalar("beta1", self.beta1, lo=0.0, hi=1.0, hi_open=True))
+        s(self, "beta2", check_scalar("beta2", self.beta2, lo=0.0, hi=1.0, hi_open=True))
+        s(self, "adam_eps", check_scalar("adam_eps", self.adam_eps, lo=0.0, lo_open=True))
+        s(self, "inner_updates", _as_int("inner_updates", self.inner_updates, 1, 1000))
+        if self.clip_low is not None:
+            s(self, "clip_low", check_scalar("clip_low", self.clip_low, lo=0.0, hi=1.0))
+        if self.clip_high is not None:
+            s(self, "clip_high", check_scalar("clip_high", self.clip_high, lo=0.0))
+        if not isinstance(self.dynamic_sampling, bool | np.bool_):
+            fail("dynamic_sampling", self.dynamic_sampling, "true or false")
+        s(self, "dynamic_sampling", bool(self.dynamic_sampling))
+        s(self, "max_resamples", _as_int("max_resamples", self.max_resamples, 1, 1_000_000))
+        rc = check_scalar("r_correct", self.r_correct)
+        rw = check_scalar("r_incorrect", self.r_incorrect)
+        if not rc > rw:
+            fail("r_correct", rc, f"> r_incorrect = {format_value(rw)}")
+        s(self, "r_correct", rc)
+        s(self, "r_incorrect", rw)
+        s(self, "seeds", _as_int("seeds", self.seeds, 1))
+        s(self, "seed", _as_int("seed", self.seed, 0, 2**63 - 1))
+        s(self, "log_every", _as_int("log_every", self.log_every, 1))
+        if self.log_steps is not None:
+            s(self, "log_steps", _tuple_of_ints("log_steps", self.log_steps, 0, self.steps))
+        s(self, "pass_k", _tuple_of_ints("pass_k", self.pass_k, 1))
+        s(self, "backend", _as_choice("backend", self.backend, BACKENDS))
+        s(self, "sampler", _as_choice("sampler", self.sampler, SAMPLERS))
+        s(self, "renorm_every", _as_int("renorm_every", self.renorm_every, 1))
+        if not isinstance(self.name, str):
+            fail("name", self.name, "a string")
+        if self.backend == "sumtree" and not self.sumtree_eligible():
+            fail(
+                "backend",
+                "sumtree",
+                "dense unless optimizer = sgd, rule = logprob, inner_updates = 1 and "
+                "weight_decay = 0 (only then do unsampled logits stay put)",
+            )
+
+    # ----------------------------------------------------------------------------------------
+    @classmethod
+    def from_toml(cls, path: str | Path) -> SimConfig:
+        """Load a single config from a TOML file (top-level keys are fields; ``[subsets]``)."""
+        configs = load_config(path)
+        if len(configs) != 1:
+            fail("config", str(path), "a single config (it is a sweep; use load_config)")
+        return configs[0]
+
+    def replace(self, **changes: Any) -> SimConfig:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of the fields (JSON/TOML-friendly)."""
+        d = dataclasses.asdict(self)
+        d["subsets"] = dict(self.subsets)
+        for k in ("log_steps", "pass_k"):
+            if d[k] is not None:
+                d[k] = list(d[k])
+        return d
+
+    def sumtree_eligible(self) -> bool:
+        """Whether only sampled logits move (so the sum-tree path is exact)."""
+        return (
+            self.optimizer == "sgd"
+            and self.rule == "logprob"
+            and self.inner_updates == 1
+            and self.weight_decay == 0.0
+        )
+
+    def clip_bounds(self) -> tuple[float, float]:
+        """``(clip_low, clip_high)`` with the algorithm's defaults filled in."""
+        lo_d, hi_d = CLIP_DEFAULTS[self.algo]
+        return (
+            lo_d if self.clip_low is None else self.clip_low,
+            hi_d if self.clip_high is None else self.clip_high,
+        )
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs, prompts x seeds."""
+        return self.prompts * self.seeds
+
+    def log_schedule(self) -> np.ndarray:
+        """Sorted steps at which metrics are logged (0 = before the first update)."""
+        if self.log_steps is not None:
+            return np.asarray(self.log_steps, dtype=np.int64)
+        steps = set(range(0, self.steps + 1, self.log_every)) | {self.steps}
+        return np.asarray(sorted(steps), dtype=np.int64)
+
+
+class _FrozenDict(dict):
+    """A hashable, read-only dict for the ``subsets`` field."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
+
+    def _ro(self, *a: Any, **k: Any) -> None:
+        raise TypeError("SimConfig.subsets is read-only")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _ro  # type: ignore
+
+    def __reduce__(self):  # pickling for process pools / Dask
+        return (_FrozenDict, (dict(self),))
+
+
+_FIELDS = {f.name for f in dataclasses.fields(SimConfig)}
+_LIST_FIELDS = {"log_steps", "pass_k"}  # a plain list is the value; a list of lists is a sweep
+
+
+def _check_keys(d: Mapping[str, Any], where: str) -> None:
+    for k in d:
+        if k not in _FIELDS:
+            fail(where, k, "a SimConfig field (" + ", ".join(sorted(_FIELDS)) + ")")
+
+
+def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> list[SimConfig]:
+    """Expand a sweep (fields whose values may be lists) into configs of the Cartesian product.
+
+    The order is that of ``itertools.product`` over the fields in declaration order, the last
+    field varying fastest. A :class:`SimConfig` gives itself; an iterable of configs is returned
+    as a list. ``subsets`` is never swept; ``log_steps``/``pass_k`` are swept when given a list of
+    lists.
+    """
+    if isinstance(sweep, SimConfig):
+        return [sweep]
+    if not isinstance(sweep, Mapping):
+        out = list(sweep)
+        for c in out:
+            if not isinstance(c, SimConfig):
+                fail("sweep", c, "a SimConfig")
+        return out
+    _check_keys(sweep, "sweep field")
+    names, axes = [], []
+    for f in dataclasses.fields(SimConfig):
+        if f.name not in sweep:
+            continue
+        v = sweep[f.name]
+        if f.name in _LIST_FIELDS:
+            swept = isinstance(v, list) and len(v) > 0 and all(isinstance(x, list) for x in v)
+        else:
+            swept = isinstance(v, list | tuple) and f.name != "subsets"
+        if swept:
+            if len(v) == 0:
+                fail(f.name, "[]", "a non-empty list")
+            names.append(f.name)
+            axes.append(list(v))
+        else:
+            names.append(f.name)
+            axes.append([v])
+    return [SimConfig(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*axes)]
+
+
+def load_sweep(path: str | Path) -> dict[str, Any]:
+    """Read a TOML config/sweep file into a dict of fields (unknown keys are errors)."""
+    p = Path(path)
+    if not p.is_file():
+        fail("config", str(path), "an existing TOML file")
+    try:
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as e:
+        fail("config", str(path), f"valid TOML ({' '.join(str(e).split())})")
+    _check_keys(data, f"config key in {p.name}")
+    return data
+
+
+def load_config(path: str | Path) -> list[SimConfig]:
+    """Load a TOML file and expand it (list-valued fields form a grid): always a list."""
+    return expand_grid(load_sweep(path))
+
+
+def config_hash(cfg: SimConfig) -> str:
+    """Stable 16-hex-digit hash of a config's fields and the package version."""
+    from .. import __version__
+
+    payload = json.dumps({"version": __version__, "config": cfg.to_dict()}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -1,0 +1,600 @@
+"""Numba kernels of the simulator: the hot loops only (arrays and seeds in, outputs filled).
+
+Everything here is compiled with ``cache=True``. Runs are independent and each run is computed
+sequentially by one thread with its own counter-based random stream (:mod:`.rng`), so the
+numbers do not depend on the number of threads. ``fastmath`` is restricted to flags that keep
+IEEE semantics for NaN/inf; reassociation only changes the (fixed) order of a run's own sums.
+
+Update rule (one optimizer step on a sampled group, token-mean aggregation, theory.md sections
+3 and 5): with ``n_k`` draws of action ``k``, advantage ``A_k`` (per-X table, focal weight
+included, P-13) and per-sample weight ``w_k``, the surrogate ``J = (1/N) sum_j A_j w_j f(p_j)``
+has logit gradient
+
+    dJ/dz_i = (1/N) (c_i - p_i C),   c_k = n_k A_k s_k,   C = sum_k c_k,
+
+where ``s_k = w_k`` for the log-prob rule (``f = log p``) and ``s_k = w_k p_k`` for the linear
+surrogate (``f = p``, P-5 of the paper's simulation). ``w_k`` is the ratio ``r = p/p_old``,
+zeroed where PPO clipping is active (GRPO, DAPO), or ``clip(r, 1 - eps_low, 1 + eps_high)``
+(CISPO, P-15/P-16); at the first inner update ``r = 1`` exactly.
+
+Metric layout of ``out[..., :]``: 0 q_pos, 1 m_ret, 2 entropy, 3 groups, 4 active, 5 resamples,
+then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .rng import next_exp, next_uniform
+from .sumtree import tree_build, tree_find, tree_set
+
+FM = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+M_QPOS, M_MRET, M_ENT, M_GROUPS, M_ACTIVE, M_RESAMPLES, M_SUB0 = 0, 1, 2, 3, 4, 5, 6
+RULE_LINEAR, RULE_LOGPROB = 0, 1
+ALGO_PPO, ALGO_CISPO = 0, 1
+OPT_SGD, OPT_ADAM, OPT_ADAMW = 0, 1, 2
+SAMPLER_IID, SAMPLER_SORTED = 0, 1
+
+
+def n_metrics(n_sub: int) -> int:
+    """Number of metric slots for ``n_sub`` named subsets."""
+    return M_SUB0 + 2 * n_sub
+
+
+@njit(cache=True, fastmath=FM)
+def _exp_shift(z, e):
+    """``e = exp(z - max z)``; returns ``sum(e)``."""
+    K = z.shape[0]
+    m = z[0]
+    for i in range(1, K):
+        if z[i] > m:
+            m = z[i]
+    s = 0.0
+    for i in range(K):
+        v = np.exp(z[i] - m)
+        e[i] = v
+        s += v
+    return s
+
+
+@njit(cache=True, fastmath=FM)
+def _metrics(z, correct, submask, p0, sum_p0c, row):
+    """Exact Q_pos, M_ret (P-26), entropy and subset masses of softmax(z) into ``row``."""
+    K = z.shape[0]
+    n_sub = submask.shape[0]
+    m = z[0]
+    for i in range(1, K):
+        if z[i] > m:
+            m = z[i]
+    s = 0.0
+    for i in range(K):
+        s += np.exp(z[i] - m)
+    ls = np.log(s)
+    q = 0.0
+    h = 0.0
+    loss = 0.0
+    for j in range(n_sub):
+        row[M_SUB0 + j] = 0.0
+    for i in range(K):
+        lp = z[i] - m - ls
+        p = np.exp(lp)
+        h -= p * lp
+        if correct[i]:
+            q += p
+            d = p0[i] - p
+            if d > 0.0:
+                loss += d
+        for j in range(n_sub):
+            if submask[j, i]:
+                row[M_SUB0 + j] += p
+    row[M_QPOS] = q
+    row[M_MRET] = 1.0 - loss / sum_p0c
+    row[M_ENT] = h
+
+
+@njit(cache=True, fastmath=FM)
+def _sample_iid(e, cum, correct, N, state, cnt, touched):
+    """N i.i.d. draws by inverse CDF (binary search, O(N log K)); returns (distinct, X)."""
+    K = e.shape[0]
+    acc = 0.0
+    for i in range(K):
+        acc += e[i]
+        cum[i] = acc
+    total = acc
+    nd = 0
+    X = 0
+    for _ in range(N):
+        t = next_uniform(state) * total
+        lo = 0
+        hi = K - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cum[mid] > t:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = lo
+        while e[k] == 0.0 and k > 0:  # rounding at the top end
+            k -= 1
+        if cnt[k] == 0:
+            touched[nd] = k
+            nd += 1
+        cnt[k] += 1
+        if correct[k]:
+            X += 1
+    return nd, X
+
+
+@njit(cache=True, fastmath=FM)
+def _sample_sorted(e, total, gaps, correct, N, state, cnt, touched):
+    """N draws as sorted uniforms (exponential spacings) merged with the CDF, O(N + K)."""
+    K = e.shape[0]
+    acc = 0.0
+    for i in range(N + 1):
+        acc += next_exp(state)
+        gaps[i] = acc
+    scale = total / acc
+    nd = 0
+    X = 0
+    k = 0
+    ck = e[0]
+    for j in range(N):
+        t = gaps[j] * scale
+        while ck <= t and k < K - 1:
+            k += 1
+            ck += e[k]
+        kk = k
+        while e[kk] == 0.0 and kk > 0:  # rounding at the top end
+            kk -= 1
+        if cnt[kk] == 0:
+            touched[nd] = kk
+            nd += 1
+        cnt[kk] += 1
+        if correct[kk]:
+            X += 1
+    return nd, X
+
+
+@njit(cache=True, fastmath=FM)
+def _draw(sampler, e, total, cum, gaps, correct, N, state, cnt, touched):
+    if sampler == SAMPLER_IID:
+        return _sample_iid(e, cum, correct, N, state, cnt, touched)
+    return _sample_sorted(e, total, gaps, correct, N, state, cnt, touched)
+
+
+@njit(cache=True, fastmath=FM)
+def _count_tail(touched, nd, submask, hit, tails):
+    n_sub = submask.shape[0]
+    for s in range(n_sub):
+        hit[s] = False
+    for j in range(nd):
+        k = touched[j]
+        for s in range(n_sub):
+            if submask[s, k]:
+                hit[s] = True
+    for s in range(n_sub):
+        if not hit[s]:
+            tails[s] += 1
+
+
+@njit(cache=True, fastmath=FM)
+def _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    for i in range(z.shape[0]):
+        g = (cvec[i] - e[i] * inv_s * C) * inv_n - wd * z[i]
+        z[i] += lr * g
+
+
+@njit(cache=True, fastmath=FM)
+def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
+    bc1 = 1.0 - b1**t
+    bc2 = 1.0 - b2**t
+    step = lr / bc1
+    isb = 1.0 / np.sqrt(bc2)
+    decay = 1.0 - lr * wd if decoupled else 1.0
+    l2 = 0.0 if decoupled else wd
+    a1 = 1.0 - b1
+    a2 = 1.0 - b2
+    for i in range(z.shape[0]):
+        zi = z[i]
+        g = (e[i] * inv_s * C - cvec[i]) * inv_n + l2 * zi  # gradient of the loss -J
+        m = b1 * mm[i] + a1 * g
+        v = b2 * vv[i] + a2 * g * g
+        mm[i] = m
+        vv[i] = v
+        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+
+
+@njit(cache=True, fastmath=FM)
+def _coefficients(
+    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b, cvec
+):
+    """Fill ``cvec`` at the sampled actions with ``n_k A_k s_k``; return their sum C."""
+    C = 0.0
+    ac = adv_c[X]
+    aw = adv_w[X]
+    for j in range(nd):
+        k = touched[j]
+        A = ac if correct[k] else aw
+        p = e[k] * inv_s
+        r = 1.0 if first else p / pold[j]
+        if algo == ALGO_CISPO:
+            w = min(max(r, lo_b), hi_b)
+        else:
+            w = r
+            if (A > 0.0 and r > hi_b) or (A < 0.0 and r < lo_b):
+                w = 0.0
+        if rule == RULE_LINEAR:
+            w *= p
+        c = cnt[k] * A * w
+        cvec[k] = c
+        C += c
+    return C
+
+
+@njit(cache=True, fastmath=FM)
+def dense_run(
+    z0,
+    correct,
+    submask,
+    p0,
+    sum_p0c,
+    adv_c,
+    adv_w,
+    key,
+    N,
+    steps,
+    log_steps,
+    rule,
+    algo,
+    opt,
+    lr,
+    wd,
+    b1,
+    b2,
+    eps,
+    inner,
+    clip_lo,
+    clip_hi,
+    dyn,
+    max_res,
+    sampler,
+    out,
+):
+    """One run of the dense path (every logit moves); fills ``out[n_log, n_metrics]``."""
+    K = z0.shape[0]
+    n_sub = submask.shape[0]
+    z = z0.copy()
+    e = np.empty(K)
+    cum = np.empty(K if sampler == SAMPLER_IID else 1)
+    gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
+    cvec = np.zeros(K)
+    cnt = np.zeros(K, np.int64)
+    D = min(N, K)
+    touched = np.empty(D, np.int64)
+    pold = np.empty(D)
+    use_adam = opt != OPT_SGD
+    mm = np.zeros(K if use_adam else 1)
+    vv = np.zeros(K if use_adam else 1)
+    hit = np.zeros(n_sub, np.bool_)
+    tails = np.zeros(n_sub, np.int64)
+    state = np.empty(2, np.uint64)
+    state[0] = key
+    state[1] = 0
+    inv_n = 1.0 / N
+    lo_b = 1.0 - clip_lo
+    hi_b = 1.0 + clip_hi
+    n_log = log_steps.shape[0]
+    li = 0
+    if log_steps[0] == 0:
+        _metrics(z, correct, submask, p0, sum_p0c, out[0])
+        for j in range(M_GROUPS, M_SUB0):
+            out[0, j] = 0.0
+        for s in range(n_sub):
+            out[0, M_SUB0 + n_sub + s] = 0.0
+        li = 1
+    groups = 0
+    active = 0
+    resamples = 0
+    t_opt = 0
+    for step in range(1, steps + 1):
+        S = _exp_shift(z, e)
+        nd, X = _draw(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+        groups += 1
+        if 0 < X < N:
+            active += 1
+            if n_sub > 0:
+                _count_tail(touched, nd, submask, hit, tails)
+        if dyn:
+            r = 0
+            while (X == 0 or X == N) and r < max_res:
+                for j in range(nd):
+                    cnt[touched[j]] = 0
+                nd, X = _draw(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+                r += 1
+            resamples += r
+        inv_s = 1.0 / S
+        if inner > 1:
+            for j in range(nd):
+                pold[j] = e[touched[j]] * inv_s
+        for u in range(inner):
+            if u > 0:
+                S = _exp_shift(z, e)
+                inv_s = 1.0 / S
+            C = _coefficients(
+                touched,
+                nd,
+                cnt,
+                correct,
+                X,
+                adv_c,
+                adv_w,
+                e,
+                inv_s,
+                pold,
+                u == 0,
+                rule,
+                algo,
+                lo_b,
+                hi_b,
+                cvec,
+            )
+            t_opt += 1
+            if opt == OPT_SGD:
+                _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
+            else:
+                _adam(
+                    z,
+                    e,
+                    inv_s,
+                    cvec,
+                    C,
+                    inv_n,
+                    lr,
+                    wd,
+                    opt == OPT_ADAMW,
+                    b1,
+                    b2,
+                    eps,
+                    t_opt,
+                    mm,
+                    vv,
+                )
+            for j in range(nd):
+                cvec[touched[j]] = 0.0
+        for j in range(nd):
+            cnt[touched[j]] = 0
+        if li < n_log and step == log_steps[li]:
+            row = out[li]
+            _metrics(z, correct, submask, p0, sum_p0c, row)
+            row[M_GROUPS] = groups
+            row[M_ACTIVE] = active
+            row[M_RESAMPLES] = resamples
+            for s in range(n_sub):
+                row[M_SUB0 + n_sub + s] = tails[s]
+                tails[s] = 0
+            groups = 0
+            active = 0
+            resamples = 0
+            li += 1
+
+
+@njit(cache=True, parallel=True)
+def dense_batch(
+    z0,
+    correct,
+    submask,
+    p0,
+    sum_p0c,
+    adv_c,
+    adv_w,
+    keys,
+    N,
+    steps,
+    log_steps,
+    rule,
+    algo,
+    opt,
+    lr,
+    wd,
+    b1,
+    b2,
+    eps,
+    inner,
+    clip_lo,
+    clip_hi,
+    dyn,
+    max_res,
+    sampler,
+    out,
+):
+    """Runs ``r = 0 .. len(keys)-1`` of the dense path in parallel; ``out[r, n_log, n_met]``."""
+    for r in prange(keys.shape[0]):
+        dense_run(
+            z0,
+            correct,
+            submask,
+            p0,
+            sum_p0c,
+            adv_c,
+            adv_w,
+            keys[r],
+            N,
+            steps,
+            log_steps,
+            rule,
+            algo,
+            opt,
+            lr,
+            wd,
+            b1,
+            b2,
+            eps,
+            inner,
+            clip_lo,
+            clip_hi,
+            dyn,
+            max_res,
+            sampler,
+            out[r],
+        )
+
+
+@njit(cache=True, fastmath=FM)
+def tree_run(
+    z0,
+    correct,
+    submask,
+    p0,
+    sum_p0c,
+    adv_c,
+    adv_w,
+    key,
+    N,
+    steps,
+    log_steps,
+    lr,
+    dyn,
+    max_res,
+    renorm_every,
+    out,
+):
+    """One run of the sum-tree path: SGD + log-prob + one update + zero-sum advantages.
+
+    Only sampled logits move (``dz_k = lr n_k A_k / N``, theory.md section 6), so a sum tree
+    over ``exp(z - shift)`` gives O(log K) sampling and updates. Parents are recomputed from
+    their children after every leaf change (no drift); the tree is rebuilt from the logits with
+    a fresh shift every ``renorm_every`` steps or when a logit rises 64 above the shift.
+    Sampling is the same inverse-CDF map of the same uniforms as the dense i.i.d. sampler.
+    """
+    K = z0.shape[0]
+    n_sub = submask.shape[0]
+    P = 1
+    while P < K:
+        P *= 2
+    tree = np.zeros(2 * P)
+    z = z0.copy()
+    shift = tree_build(z, tree, P)
+    cnt = np.zeros(K, np.int64)
+    D = min(N, K)
+    touched = np.empty(D, np.int64)
+    hit = np.zeros(n_sub, np.bool_)
+    tails = np.zeros(n_sub, np.int64)
+    state = np.empty(2, np.uint64)
+    state[0] = key
+    state[1] = 0
+    inv_n = 1.0 / N
+    n_log = log_steps.shape[0]
+    li = 0
+    if log_steps[0] == 0:
+        _metrics(z, correct, submask, p0, sum_p0c, out[0])
+        for j in range(M_GROUPS, M_SUB0):
+            out[0, j] = 0.0
+        for s in range(n_sub):
+            out[0, M_SUB0 + n_sub + s] = 0.0
+        li = 1
+    groups = 0
+    active = 0
+    resamples = 0
+    for step in range(1, steps + 1):
+        nd = 0
+        X = 0
+        for _ in range(N):
+            k = tree_find(tree, P, next_uniform(state) * tree[1])
+            if cnt[k] == 0:
+                touched[nd] = k
+                nd += 1
+            cnt[k] += 1
+            if correct[k]:
+                X += 1
+        groups += 1
+        if 0 < X < N:
+            active += 1
+            if n_sub > 0:
+                _count_tail(touched, nd, submask, hit, tails)
+        if dyn:
+            r = 0
+            while (X == 0 or X == N) and r < max_res:
+                for j in range(nd):
+                    cnt[touched[j]] = 0
+                nd = 0
+                X = 0
+                for _ in range(N):
+                    k = tree_find(tree, P, next_uniform(state) * tree[1])
+                    if cnt[k] == 0:
+                        touched[nd] = k
+                        nd += 1
+                    cnt[k] += 1
+                    if correct[k]:
+                        X += 1
+                r += 1
+            resamples += r
+        ac = adv_c[X]
+        aw = adv_w[X]
+        rebuild = step % renorm_every == 0
+        for j in range(nd):
+            k = touched[j]
+            A = ac if correct[k] else aw
+            zk = z[k] + lr * ((cnt[k] * A) * inv_n)
+            z[k] = zk
+            if zk - shift > 64.0:
+                rebuild = True
+            tree_set(tree, P, k, np.exp(zk - shift))
+            cnt[k] = 0
+        if rebuild:
+            shift = tree_build(z, tree, P)
+        if li < n_log and step == log_steps[li]:
+            row = out[li]
+            _metrics(z, correct, submask, p0, sum_p0c, row)
+            row[M_GROUPS] = groups
+            row[M_ACTIVE] = active
+            row[M_RESAMPLES] = resamples
+            for s in range(n_sub):
+                row[M_SUB0 + n_sub + s] = tails[s]
+                tails[s] = 0
+            groups = 0
+            active = 0
+            resamples = 0
+            li += 1
+
+
+@njit(cache=True, parallel=True)
+def tree_batch(
+    z0,
+    correct,
+    submask,
+    p0,
+    sum_p0c,
+    adv_c,
+    adv_w,
+    keys,
+    N,
+    steps,
+    log_steps,
+    lr,
+    dyn,
+    max_res,
+    renorm_every,
+    out,
+):
+    """Runs of the sum-tree path in parallel; ``out[r, n_log, n_met]``."""
+    for r in prange(keys.shape[0]):
+        tree_run(
+            z0,
+            correct,
+            submask,
+            p0,
+            sum_p0c,
+            adv_c,
+            adv_w,
+            keys[r],
+            N,
+            steps,
+            log_steps,
+            lr,
+            dyn,
+            max_res,
+            renorm_every,
+            out[r],
+        )

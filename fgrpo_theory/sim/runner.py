@@ -1,0 +1,251 @@
+"""Run a :class:`SimConfig`: build arrays, call the kernels, return a long-format DataFrame."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .config import SimConfig, config_hash, parse_index_set, parse_logits
+from .rng import run_keys
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["simulate", "run_one", "prepare", "CONFIG_COLUMNS", "choose_backend", "choose_sampler"]
+
+#: Config fields copied into every output row (besides ``config_hash``).
+CONFIG_COLUMNS = (
+    "name",
+    "K",
+    "logits",
+    "correct",
+    "N",
+    "steps",
+    "algo",
+    "rule",
+    "advantage",
+    "gamma",
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "inner_updates",
+    "clip_low",
+    "clip_high",
+    "dynamic_sampling",
+    "r_correct",
+    "r_incorrect",
+    "seed",
+)
+
+#: K from which ``backend="auto"`` uses the sum tree for eligible configs.
+SUMTREE_MIN_K = 16_384
+
+
+def _zero_sum(adv_c: np.ndarray, adv_w: np.ndarray, N: int) -> bool:
+    X = np.arange(N + 1)
+    s = X * adv_c + (N - X) * adv_w
+    scale = np.maximum(np.abs(X * adv_c) + np.abs((N - X) * adv_w), 1.0)
+    return bool(np.all(np.abs(s) <= 1e-12 * scale))
+
+
+def choose_backend(cfg: SimConfig, adv_c: np.ndarray, adv_w: np.ndarray) -> str:
+    """``"sumtree"`` or ``"dense"`` for ``cfg`` (see ``SimConfig.backend``)."""
+    if cfg.backend == "dense":
+        return "dense"
+    ok = cfg.sumtree_eligible() and _zero_sum(adv_c, adv_w, cfg.N)
+    if cfg.backend == "sumtree":
+        if not ok:
+            from .._validate import fail
+
+            fail("backend", "sumtree", f"dense for advantage {cfg.advantage!r} (not zero-sum)")
+        return "sumtree"
+    return "sumtree" if ok and cfg.K >= SUMTREE_MIN_K else "dense"
+
+
+def choose_sampler(cfg: SimConfig) -> str:
+    """``"iid"`` (O(N log K), no logarithms) or ``"sorted"`` (O(N + K)) for the dense path."""
+    if cfg.sampler != "auto":
+        return cfg.sampler
+    logk = math.ceil(math.log2(cfg.K))
+    # binary search costs ~log2 K branchy probes per draw; the merge costs a log per draw + K
+    return "iid" if logk <= 4 or cfg.N * logk <= cfg.K else "sorted"
+
+
+def prepare(cfg: SimConfig) -> dict:
+    """Arrays and scalars the kernels need (validated config in, NumPy arrays out)."""
+    from ..advantages import binary_advantages, focal_weight
+
+    K, N = cfg.K, cfg.N
+    z0 = parse_logits(cfg.logits, K)
+    correct = np.zeros(K, dtype=np.uint8)
+    if isinstance(cfg.correct, str):
+        correct[parse_index_set(cfg.correct, K, "correct")] = 1
+    else:
+        correct[: cfg.correct] = 1
+    names = list(cfg.subsets)
+    submask = np.zeros((len(names), K), dtype=np.uint8)
+    for j, nm in enumerate(names):
+        submask[j, parse_index_set(cfg.subsets[nm], K, f"subsets.{nm}")] = 1
+    X = np.arange(N + 1)
+    adv_c, adv_w = binary_advantages(
+        X, N, cfg.advantage, r_correct=cfg.r_correct, r_incorrect=cfg.r_incorrect
+    )
+    g = focal_weight(X / N, cfg.gamma)  # P-12 on mu_hat = X/N (P-11); A_F = g A (P-13)
+    adv_c = np.ascontiguousarray(np.asarray(adv_c, dtype=float) * g)
+    adv_w = np.ascontiguousarray(np.asarray(adv_w, dtype=float) * g)
+    if not (np.all(np.isfinite(adv_c)) and np.all(np.isfinite(adv_w))):
+        from .._validate import fail
+
+        fail("advantage", cfg.advantage, f"finite for N = {N}")
+    zs = z0 - z0.max()
+    p0 = np.exp(zs) / np.exp(zs).sum()
+    sum_p0c = float(p0[correct == 1].sum())
+    clip_lo, clip_hi = cfg.clip_bounds()
+    return dict(
+        z0=z0,
+        correct=correct,
+        submask=submask,
+        subset_names=names,
+        p0=p0,
+        sum_p0c=sum_p0c,
+        adv_c=adv_c,
+        adv_w=adv_w,
+        log_steps=cfg.log_schedule(),
+        clip_lo=clip_lo,
+        clip_hi=clip_hi,
+        backend=choose_backend(cfg, adv_c, adv_w),
+        sampler=choose_sampler(cfg),
+    )
+
+
+def _run_kernel(cfg: SimConfig, a: dict, keys: np.ndarray, out: np.ndarray) -> None:
+    from . import kernels as kn
+
+    if a["backend"] == "sumtree":
+        kn.tree_batch(
+            a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
+            keys, cfg.N, cfg.steps, a["log_steps"], cfg.lr, cfg.dynamic_sampling,
+            cfg.max_resamples, cfg.renorm_every, out,
+        )  # fmt: skip
+        return
+    rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
+    algo = kn.ALGO_CISPO if cfg.algo == "cispo" else kn.ALGO_PPO
+    opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
+    sampler = kn.SAMPLER_IID if a["sampler"] == "iid" else kn.SAMPLER_SORTED
+    kn.dense_batch(
+        a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
+        keys, cfg.N, cfg.steps, a["log_steps"], rule, algo, opt, cfg.lr, cfg.weight_decay,
+        cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.inner_updates, a["clip_lo"], a["clip_hi"],
+        cfg.dynamic_sampling, cfg.max_resamples, sampler, out,
+    )  # fmt: skip
+
+
+def simulate(
+    config: SimConfig,
+    threads: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate every run (prompt x seed) of ``config``; long-format DataFrame.
+
+    Parameters
+    ----------
+    config : SimConfig
+        The experiment (already validated).
+    threads : int, optional
+        Numba threads for the parallel loop over runs (default: Numba's current setting). Results
+        are bit-identical for any value.
+    progress : callable, optional
+        Called as ``progress(runs_done, runs_total)`` after each batch of runs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per logged step and run with columns ``run``, ``prompt``, ``seed_index``,
+        ``step``, the config columns (:data:`CONFIG_COLUMNS`, ``config_hash``, ``backend``), and
+        metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive mass, P-26), ``entropy``
+        (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact, ``1 - (1 - q_pos)^k``), ``groups``
+        (groups drawn since the previous logged step, first draws only), ``active_frac`` (the
+        fraction of them with mixed rewards, P-7; NaN at step 0 where no group was drawn),
+        ``tail_miss_<subset>`` (count of those groups that were active and drew no action of the
+        subset: the event B of Lemma 3.1) and ``resamples`` (dynamic-sampling redraws).
+    """
+    import numba
+    import pandas as pd
+
+    from ..passk import pass_at_k_exact
+    from .kernels import M_ACTIVE, M_ENT, M_GROUPS, M_MRET, M_QPOS, M_RESAMPLES, M_SUB0, n_metrics
+
+    if not isinstance(config, SimConfig):
+        from .._validate import fail
+
+        fail("config", config, "a SimConfig")
+    cfg = config
+    a = prepare(cfg)
+    R = cfg.n_runs
+    keys = run_keys(cfg.seed, R)
+    n_sub = len(a["subset_names"])
+    n_log = len(a["log_steps"])
+    out = np.zeros((R, n_log, n_metrics(n_sub)))
+    old_threads = numba.get_num_threads()
+    nt = old_threads if threads is None else int(threads)
+    if threads is not None:
+        if nt < 1:
+            from .._validate import fail
+
+            fail("threads", threads, ">= 1")
+        numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+    try:
+        # batches of runs so a progress callback can report; batch boundaries never change
+        # results because runs are independent
+        work = cfg.steps * (cfg.K + cfg.N) * cfg.inner_updates
+        batch = R if progress is None else max(nt, min(R, int(2e9 // max(work, 1)) or nt))
+        for lo in range(0, R, batch):
+            hi = min(R, lo + batch)
+            _run_kernel(cfg, a, keys[lo:hi], out[lo:hi])
+            if progress is not None:
+                progress(hi, R)
+    finally:
+        if threads is not None:
+            numba.set_num_threads(old_threads)
+
+    run = np.repeat(np.arange(R), n_log)
+    cols: dict[str, object] = {
+        "run": run,
+        "prompt": run // cfg.seeds,
+        "seed_index": run % cfg.seeds,
+        "step": np.tile(a["log_steps"], R),
+    }
+    flat = out.reshape(R * n_log, -1)
+    cols["q_pos"] = flat[:, M_QPOS]
+    cols["m_ret"] = flat[:, M_MRET]
+    cols["entropy"] = flat[:, M_ENT]
+    for j, nm in enumerate(a["subset_names"]):
+        cols[f"mass_{nm}"] = flat[:, M_SUB0 + j]
+    for k in cfg.pass_k:
+        cols[f"pass_at_{k}"] = pass_at_k_exact(np.clip(flat[:, M_QPOS], 0.0, 1.0), k)
+    groups = flat[:, M_GROUPS].astype(np.int64)
+    cols["groups"] = groups
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cols["active_frac"] = np.where(
+            groups > 0, flat[:, M_ACTIVE] / np.maximum(groups, 1), np.nan
+        )
+    for j, nm in enumerate(a["subset_names"]):
+        cols[f"tail_miss_{nm}"] = flat[:, M_SUB0 + n_sub + j].astype(np.int64)
+    cols["resamples"] = flat[:, M_RESAMPLES].astype(np.int64)
+    df = pd.DataFrame(cols)
+    d = cfg.to_dict()
+    d["clip_low"], d["clip_high"] = a["clip_lo"], a["clip_hi"]
+    d["correct"] = str(d["correct"])
+    for c in CONFIG_COLUMNS:
+        df[c] = d[c]
+    df["config_hash"] = config_hash(cfg)
+    df["backend"] = a["backend"]
+    return df
+
+
+def run_one(cfg: SimConfig) -> pd.DataFrame:
+    """Top-level, picklable: ``simulate(cfg)`` with default threads and no progress."""
+    return simulate(cfg)
