@@ -275,6 +275,26 @@ def group_advantages(
     return adv
 
 
+def _mixed_binary(
+    x: np.ndarray, y: np.ndarray, n: np.ndarray | None, conv: AdvantageConvention, d: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A+ and A- of a mixed binary group with success fraction x = X/N, y = 1 - x, 0 < x < 1.
+
+    Centred rewards d y and -d x (times N/(N-1) for RLOO), population std d sqrt(x y) (times
+    sqrt(N/(N-1)) for Bessel); ``n`` is only used by the RLOO and Bessel conventions.
+    """
+    loo = conv.baseline == "loo"
+    bessel = conv.std == "bessel"
+    factor = n / (n - 1.0) if (loo or bessel) else 1.0
+    scale = factor if loo else 1.0
+    num_pos, num_neg = d * y * scale, -d * x * scale
+    if conv.std == "none":
+        return num_pos, num_neg
+    std = d * np.sqrt(x * y * factor) if bessel else d * np.sqrt(x * y)
+    div = conv.divisor(std)
+    return num_pos / div, num_neg / div
+
+
 def binary_advantages(
     X: Any,
     N: Any,
@@ -358,17 +378,9 @@ def binary_advantages(
     if mixed.any():
         n_m = np.where(mixed, nf, 2.0)  # placeholders keep the arithmetic finite elsewhere
         x_m = np.where(mixed, xf, 1.0)
-        scale = n_m - 1.0 if conv.baseline == "loo" else n_m
-        num_pos = d * (n_m - x_m) / scale
-        num_neg = -d * x_m / scale
-        if conv.std == "none":
-            div = 1.0
-        else:
-            dof = n_m - 1.0 if conv.std == "bessel" else n_m
-            std = d * np.sqrt(x_m * (n_m - x_m) / (n_m * dof))
-            div = conv.divisor(std)
-        pos = np.where(mixed, num_pos / div, pos)
-        neg = np.where(mixed, num_neg / div, neg)
+        num_pos, num_neg = _mixed_binary(x_m / n_m, (n_m - x_m) / n_m, n_m, conv, d)
+        pos = np.where(mixed, num_pos, pos)
+        neg = np.where(mixed, num_neg, neg)
     return _out(pos), _out(neg)
 
 
@@ -456,8 +468,9 @@ def weighted_magnitudes(mu: Any, gamma: Any) -> tuple[np.ndarray | float, np.nda
         g|A+| and g|A-|.
     """
     m = check_array("mu", mu, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
-    g = np.power(1.0 - m, check_array("gamma", gamma, lo=0.0))
-    return _out(g * np.sqrt((1.0 - m) / m)), _out(g * np.sqrt(m / (1.0 - m)))
+    g = np.asarray(focal_weight(m, gamma))
+    pos, neg = _mixed_binary(m, 1.0 - m, None, PRESETS["grpo"], 1.0)
+    return _out(g * pos), _out(-g * neg)
 
 
 def lr_multiplier(gamma: Any) -> np.ndarray | float:

@@ -62,8 +62,9 @@ def focal(
 
     One row per gamma, N and number of correct rollouts X: mu_hat = X/N, g, and the focal-weighted
     advantage of a correct (adv_pos) and an incorrect (adv_neg) rollout under the chosen
-    convention. When the group has no correct rollout (X = 0) adv_pos is 0, and when it has no
-    incorrect one (X = N) adv_neg is 0: such a group is inactive (zero variance, A = 0).
+    convention. A column for a rollout the group does not have is 0, never NaN: adv_pos at X = 0
+    (no correct rollout) and adv_neg at X = N (no incorrect one). Such groups have zero variance
+    and get A = 0 (inactive), except a group of one under verl's rule (A = r / (1 + 1e-6)).
 
     Example: fgrpo-theory focal --N 8 --gamma 0,0.5,1 --convention trl --format csv
     """
