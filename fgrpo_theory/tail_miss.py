@@ -60,12 +60,12 @@ def _check_N(N: Any) -> np.ndarray:
 
 
 def _check_mu(mu: Any) -> np.ndarray:
-    return check_array("mu", mu, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    return check_array("mu", mu, lo=0, hi=1, lo_open=True, hi_open=True)
 
 
 def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Check ``0 < tau < mu`` elementwise; return ``tau`` and ``mu`` broadcast together."""
-    tau = check_array("tau", tau, lo=0.0, lo_open=True)
+    tau = check_array("tau", tau, lo=0, lo_open=True)
     try:
         tau_b, mu_b = np.broadcast_arrays(tau, mu)
     except ValueError:
@@ -162,7 +162,7 @@ def hit_probability(N: Any, tau: Any) -> float | np.ndarray:
     0.75
     """
     N_arr = _check_N(N)
-    tau_arr = check_array("tau", tau, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    tau_arr = check_array("tau", tau, lo=0, hi=1, lo_open=True, hi_open=True)
     with np.errstate(under="ignore"):
         p = -np.expm1(N_arr * np.log1p(-tau_arr))
     return _scalar_or_array(p, N_arr, tau_arr)
@@ -226,7 +226,7 @@ def _check_modes(
     N: Any, mu: Any, taus: Any, *, strict_sum: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     N_arr, mu_arr = _check_N(N), _check_mu(mu)
-    t = check_array("taus", taus, lo=0.0, lo_open=True)
+    t = check_array("taus", taus, lo=0, lo_open=True)
     if t.ndim == 0:
         fail("taus", t, "a 1-d array of mode masses (modes along the last axis)")
     total = t.sum(axis=-1)
