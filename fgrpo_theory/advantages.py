@@ -120,7 +120,7 @@ class AdvantageConvention:
             value = getattr(self, field)
             if value not in choices:
                 fail(field, value, "one of " + ", ".join(repr(c) for c in choices))
-        check_scalar("eps", self.eps, lo=0.0)
+        check_scalar("eps", self.eps, lo=0)
 
     def divisor(self, std: np.ndarray | float) -> np.ndarray | float:
         """The scale D that divides the centred rewards, given the groups' std."""
@@ -400,8 +400,8 @@ def focal_weight(mu_hat: Any, gamma: Any) -> np.ndarray | float:
     float or numpy.ndarray
         g in [0, 1]: 1 for a group with no correct rollout, 0 for an all-correct group (gamma > 0).
     """
-    m = check_array("mu_hat", mu_hat, lo=0.0, hi=1.0)
-    g = check_array("gamma", gamma, lo=0.0)
+    m = check_array("mu_hat", mu_hat, lo=0, hi=1)
+    g = check_array("gamma", gamma, lo=0)
     return _out(np.power(1.0 - m, g))
 
 
@@ -467,7 +467,7 @@ def weighted_magnitudes(mu: Any, gamma: Any) -> tuple[np.ndarray | float, np.nda
     pos, neg : float or numpy.ndarray
         g|A+| and g|A-|.
     """
-    m = check_array("mu", mu, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    m = check_array("mu", mu, lo=0, hi=1, lo_open=True, hi_open=True)
     g = np.asarray(focal_weight(m, gamma))
     pos, neg = _mixed_binary(m, 1.0 - m, None, PRESETS["grpo"], 1.0)
     return _out(g * pos), _out(-g * neg)
@@ -493,5 +493,5 @@ def lr_multiplier(gamma: Any) -> np.ndarray | float:
     float or numpy.ndarray
         m_gamma in (0, 1]; exactly 1 at gamma = 0.
     """
-    g = check_array("gamma", gamma, lo=0.0)
+    g = check_array("gamma", gamma, lo=0)
     return _out(np.exp(betaln(1.5, g + 1.5) - betaln(1.5, 1.5)))

@@ -93,7 +93,7 @@ def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
     float or numpy.ndarray
         pass@k in [0, 1].
     """
-    m = check_array("mu", mu, lo=0.0, hi=1.0)
+    m = check_array("mu", mu, lo=0, hi=1)
     kk = check_int_array("k", k, lo=1).astype(float)
     with np.errstate(divide="ignore"):
         out = -np.expm1(kk * np.log1p(-m)) + 0.0

@@ -116,7 +116,7 @@ def test_pass_at_k_exact_edges():
     assert pass_at_k_exact(1.0, 5) == 1.0
     assert pass_at_k_exact(0.25, 1) == 0.25
     np.testing.assert_allclose(pass_at_k_exact([0.5, 0.1], [[1], [2]]), [[0.5, 0.1], [0.75, 0.19]])
-    with pytest.raises(ValueError, match=r"^mu must be in \[0.0, 1.0\]; got 1.5$"):
+    with pytest.raises(ValueError, match=r"^mu must be in \[0, 1\]; got 1.5$"):
         pass_at_k_exact(1.5, 1)
     with pytest.raises(ValueError, match=r"^k must be >= 1; got 0(\.0)?$"):
         pass_at_k_exact(0.5, 0)

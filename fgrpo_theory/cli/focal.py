@@ -74,7 +74,7 @@ def focal(
     from ..advantages import binary_advantages, focal_weight, get_convention
 
     ns = parse_int_list(n, "--N", lo=1)
-    gammas = check_array("--gamma", parse_float_list(gamma, "--gamma"), lo=0.0)
+    gammas = check_array("--gamma", parse_float_list(gamma, "--gamma"), lo=0)
     conv = get_convention(convention)
     rc = check_scalar("--r-correct", r_correct)
     rw = check_scalar("--r-incorrect", r_incorrect)
@@ -126,7 +126,7 @@ def lr_multiplier_cmd(
 
     from ..advantages import lr_multiplier
 
-    gammas = check_array("--gamma", parse_float_list(gamma, "--gamma"), lo=0.0)
+    gammas = check_array("--gamma", parse_float_list(gamma, "--gamma"), lo=0)
     df = pd.DataFrame({"gamma": gammas, "lr_multiplier": lr_multiplier(gammas)})
     emit(df, fmt, output, title="learning-rate multiplier")
 
