@@ -1,3 +1,170 @@
-"""CLI commands (placeholder until implemented)."""
+"""CLI command ``simulate``: run the softmax-policy simulator from a TOML file and/or flags."""
 
-from ._app import app  # noqa: F401
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .._validate import fail
+from ._app import app
+from ._common import OutputFormat, emit, parse_float_list, parse_int_list
+
+_SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
+
+
+def _est_seconds(cfgs: list) -> float:
+    """Rough wall time (single core) used only to decide whether to show a progress bar."""
+    return sum(c.n_runs * c.steps * c.inner_updates * (7e-9 * c.K + 2e-8 * c.N) for c in cfgs)
+
+
+def _check_out(out: Path, n_configs: int) -> None:
+    if n_configs == 1:
+        if out.suffix not in (".parquet", ".csv"):
+            fail("--out", str(out), "a .parquet or .csv file (or a folder for a sweep)")
+        if out.is_dir():
+            fail("--out", str(out), "a file path, not a folder")
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            fail("--out", str(out), "a path in an existing folder")
+        import os
+
+        if not os.access(parent, os.W_OK):
+            fail("--out", str(out), "a path in a writable folder")
+    else:
+        from ..sim.sweep import check_out_dir
+
+        if out.suffix in (".parquet", ".csv"):
+            fail("--out", str(out), f"a folder for a sweep of {n_configs} configs")
+        check_out_dir(out, "--out")
+
+
+@app.command("simulate")
+def simulate_cmd(
+    config: Path | None = typer.Option(
+        None, "--config", help="TOML config or sweep (list-valued fields form a grid)."
+    ),
+    K: int | None = typer.Option(None, "--K", help="Number of actions."),
+    logits: str | None = typer.Option(
+        None, "--logits", help="Initial logits, e.g. '5.0x1,3.0x9999,0.0x118000' or '0'."
+    ),
+    correct: str | None = typer.Option(
+        None, "--correct", help="Correct actions, 0-based index spec, e.g. '0..9999'."
+    ),
+    subset: list[str] | None = typer.Option(
+        None, "--subset", help="Named subset NAME=SPEC (repeatable), e.g. rare=1..9999."
+    ),
+    N: str | None = typer.Option(None, "--N", help="Group size(s): 8, '2,8' or '2..131072:x2'."),
+    steps: int | None = typer.Option(None, "--steps", help="Steps per run."),
+    algo: str | None = typer.Option(None, "--algo", help="grpo, dapo or cispo."),
+    rule: str | None = typer.Option(None, "--rule", help="Surrogate: linear or logprob."),
+    advantage: str | None = typer.Option(
+        None, "--advantage", help="Advantage preset: grpo, paper-sim, dr-grpo, rloo, ..."
+    ),
+    gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
+    optimizer: str | None = typer.Option(None, "--optimizer", help="sgd, adam or adamw."),
+    lr: float | None = typer.Option(None, "--lr", help="Learning rate."),
+    weight_decay: float | None = typer.Option(None, "--weight-decay", help="Weight decay."),
+    inner_updates: int | None = typer.Option(
+        None, "--inner-updates", help="Optimizer steps per sampled group."
+    ),
+    dynamic_sampling: bool | None = typer.Option(
+        None, "--dynamic-sampling/--no-dynamic-sampling", help="Redraw all-equal groups."
+    ),
+    seeds: int | None = typer.Option(None, "--seeds", help="Seeds per prompt."),
+    seed: int | None = typer.Option(None, "--seed", help="Base seed."),
+    log_every: int | None = typer.Option(None, "--log-every", help="Log every this many steps."),
+    pass_k: str | None = typer.Option(None, "--pass-k", help="k values of pass@k, e.g. '1,256'."),
+    threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write all rows: .parquet/.csv file, or a folder for a sweep."
+    ),
+    resume: bool = typer.Option(True, "--resume/--no-resume", help="Sweep: skip finished files."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="Summary format."),
+    output: Path | None = typer.Option(None, "--output", help="Write the summary to FILE."),
+) -> None:
+    """Simulate GRPO / DAPO / CISPO (vanilla or focal) on softmax policies.
+
+    Prints a summary (last logged step, mean over runs, per config); --out writes every logged
+    row. Flags override the file; a list in --N or --gamma (or in the file) makes a sweep.
+
+    Example: fgrpo-theory simulate --config experiments/configs/fig2_paper_logprob_adam.toml
+    --N 2,256 --steps 20 --seeds 1
+    """
+    from ..sim.config import expand_grid, load_sweep
+
+    sweep: dict = load_sweep(config) if config is not None else {}
+    flags = dict(
+        K=K, logits=logits, correct=correct, steps=steps, algo=algo, rule=rule,
+        advantage=advantage, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
+        inner_updates=inner_updates, dynamic_sampling=dynamic_sampling, seeds=seeds, seed=seed,
+        log_every=log_every,
+    )  # fmt: skip
+    sweep.update({k: v for k, v in flags.items() if v is not None})
+    if N is not None:
+        vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
+        sweep["N"] = vals if len(vals) > 1 else vals[0]
+    if gamma is not None:
+        vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
+        sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
+    if pass_k is not None:
+        sweep["pass_k"] = [int(v) for v in parse_int_list(pass_k, "--pass-k", lo=1)]
+    if subset:
+        subs = dict(sweep.get("subsets", {}))
+        for item in subset:
+            name, sep, spec = item.partition("=")
+            if not sep or not name.strip() or not spec.strip():
+                fail("--subset", item, "NAME=SPEC such as rare=1..9999")
+            subs[name.strip()] = spec.strip()
+        sweep["subsets"] = subs
+    if threads is not None and threads < 1:
+        fail("--threads", threads, ">= 1")
+    cfgs = expand_grid(sweep)
+    if out is not None:
+        _check_out(out, len(cfgs))
+    if output is not None:
+        from ._common import check_output_path
+
+        check_output_path(output)
+
+    import pandas as pd
+
+    from ..sim import run_sweep
+    from ..sim.sweep import write_atomic
+
+    show = _est_seconds(cfgs) > 3.0
+    if len(cfgs) == 1 and out is None or (len(cfgs) == 1 and out is not None):
+        cfg = cfgs[0]
+        if show:
+            from rich.progress import Progress
+
+            from ..sim import simulate
+
+            with Progress(transient=True) as bar:
+                task = bar.add_task("simulating", total=cfg.n_runs)
+                df = simulate(
+                    cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
+                )
+        else:
+            from ..sim import simulate
+
+            df = simulate(cfg, threads=threads)
+        if out is not None:
+            write_atomic(df, out)
+            typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+    else:
+        df = run_sweep(cfgs, out_dir=out, resume=resume, threads=threads, progress=show)
+        if out is not None:
+            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+
+    last = df[df["step"] == df["steps"]]
+    metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
+    metrics += [c for c in df.columns if c.startswith(("mass_", "pass_at_"))]
+    keys = [k for k in _SUMMARY_KEYS if k in df.columns and (k != "name" or df[k].any())]
+    summary = last.groupby(keys + ["config_hash"], sort=False)[metrics].mean().reset_index()
+    summary.insert(len(keys), "runs", last.groupby("config_hash", sort=False).size().values)
+    summary.insert(
+        len(keys) + 1, "step", last.groupby("config_hash", sort=False)["step"].first().values
+    )
+    summary = summary.drop(columns="config_hash")
+    emit(pd.DataFrame(summary), fmt, output, title="simulate: last step, mean over runs")

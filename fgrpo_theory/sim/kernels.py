@@ -44,15 +44,18 @@ def n_metrics(n_sub: int) -> int:
 
 
 @njit(cache=True, fastmath=FM)
-def _exp_shift(z, e):
-    """``e = exp(z - max z)``; returns ``sum(e)``."""
-    K = z.shape[0]
+def _max(z):
     m = z[0]
-    for i in range(1, K):
-        if z[i] > m:
-            m = z[i]
+    for i in range(1, z.shape[0]):
+        m = max(m, z[i])
+    return m
+
+
+@njit(cache=True, fastmath=FM)
+def _exp_shift(z, e, m):
+    """``e = exp(z - m)`` (``m`` = max z, tracked by the optimizer loops); returns ``sum(e)``."""
     s = 0.0
-    for i in range(K):
+    for i in range(z.shape[0]):
         v = np.exp(z[i] - m)
         e[i] = v
         s += v
@@ -64,10 +67,7 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     """Exact Q_pos, M_ret (P-26), entropy and subset masses of softmax(z) into ``row``."""
     K = z.shape[0]
     n_sub = submask.shape[0]
-    m = z[0]
-    for i in range(1, K):
-        if z[i] > m:
-            m = z[i]
+    m = _max(z)
     s = 0.0
     for i in range(K):
         s += np.exp(z[i] - m)
@@ -181,9 +181,13 @@ def _count_tail(touched, nd, submask, hit, tails):
 
 @njit(cache=True, fastmath=FM)
 def _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    mx = -np.inf
     for i in range(z.shape[0]):
         g = (cvec[i] - e[i] * inv_s * C) * inv_n - wd * z[i]
-        z[i] += lr * g
+        zi = z[i] + lr * g
+        z[i] = zi
+        mx = max(mx, zi)
+    return mx
 
 
 @njit(cache=True, fastmath=FM)
@@ -196,6 +200,7 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
     l2 = 0.0 if decoupled else wd
     a1 = 1.0 - b1
     a2 = 1.0 - b2
+    mx = -np.inf
     for i in range(z.shape[0]):
         zi = z[i]
         g = (e[i] * inv_s * C - cvec[i]) * inv_n + l2 * zi  # gradient of the loss -J
@@ -203,7 +208,10 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
         v = b2 * vv[i] + a2 * g * g
         mm[i] = m
         vv[i] = v
-        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+        zn = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+        z[i] = zn
+        mx = max(mx, zn)
+    return mx
 
 
 @njit(cache=True, fastmath=FM)
@@ -298,8 +306,9 @@ def dense_run(
     active = 0
     resamples = 0
     t_opt = 0
+    zmax = _max(z)
     for step in range(1, steps + 1):
-        S = _exp_shift(z, e)
+        S = _exp_shift(z, e, zmax)
         nd, X = _draw(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
         groups += 1
         if 0 < X < N:
@@ -320,7 +329,7 @@ def dense_run(
                 pold[j] = e[touched[j]] * inv_s
         for u in range(inner):
             if u > 0:
-                S = _exp_shift(z, e)
+                S = _exp_shift(z, e, zmax)
                 inv_s = 1.0 / S
             C = _coefficients(
                 touched,
@@ -342,9 +351,9 @@ def dense_run(
             )
             t_opt += 1
             if opt == OPT_SGD:
-                _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
+                zmax = _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
             else:
-                _adam(
+                zmax = _adam(
                     z,
                     e,
                     inv_s,

@@ -2,8 +2,8 @@
 
 Layout: ``tree`` has ``2P`` slots (``P`` = the smallest power of two >= K); leaf ``k`` is slot
 ``P + k`` (padding leaves are 0) and slot ``j`` holds ``tree[2j] + tree[2j+1]``; the root
-``tree[1]`` is the total. :func:`tree_set` recomputes every ancestor from its two children, so internal sums
-never drift from the leaves however many updates are made.
+``tree[1]`` is the total. :func:`tree_set` recomputes every ancestor from its two children, so
+internal sums never drift from the leaves however many updates are made.
 """
 
 from __future__ import annotations
