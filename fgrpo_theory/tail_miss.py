@@ -80,6 +80,13 @@ def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return tau_b, mu_b
 
 
+def _check_broadcast(name: str, other: str, x: np.ndarray, y: np.ndarray) -> None:
+    try:
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        fail(name, f"shape {x.shape}", f"broadcastable with {other} of shape {y.shape}")
+
+
 def _scalar_or_array(x: np.ndarray, *inputs: np.ndarray) -> float | np.ndarray:
     """Python float when every input was 0-d, the array otherwise."""
     if all(np.ndim(v) == 0 for v in inputs):
@@ -135,6 +142,7 @@ def active_probability(N: Any, mu: Any) -> float | np.ndarray:
     0.5
     """
     N_arr, mu_arr = _check_N(N), _check_mu(mu)
+    _check_broadcast("N", "mu", N_arr, mu_arr)
     u = np.minimum(mu_arr, 1.0 - mu_arr)  # exact: 1 - mu is exact for mu >= 1/2 (Sterbenz)
     return _scalar_or_array(_mixed(u, N_arr), N_arr, mu_arr)
 
@@ -163,6 +171,7 @@ def hit_probability(N: Any, tau: Any) -> float | np.ndarray:
     """
     N_arr = _check_N(N)
     tau_arr = check_array("tau", tau, lo=0, hi=1, lo_open=True, hi_open=True)
+    _check_broadcast("N", "tau", N_arr, tau_arr)
     with np.errstate(under="ignore"):
         p = -np.expm1(N_arr * np.log1p(-tau_arr))
     return _scalar_or_array(p, N_arr, tau_arr)
@@ -214,10 +223,7 @@ def tail_miss_probability(N: Any, mu: Any, tau: Any) -> float | np.ndarray:
     """
     N_arr, mu_arr = _check_N(N), _check_mu(mu)
     tau_b, mu_b = _check_tau_below_mu(tau, mu_arr)
-    try:
-        np.broadcast_shapes(N_arr.shape, tau_b.shape)
-    except ValueError:
-        fail("N", f"shape {N_arr.shape}", f"broadcastable with mu and tau of shape {tau_b.shape}")
+    _check_broadcast("N", "mu and tau", N_arr, tau_b)
     p = _tail_miss(N_arr, mu_b, tau_b)
     return _scalar_or_array(p, N_arr, mu_arr, np.asarray(tau))
 
@@ -231,7 +237,7 @@ def _check_modes(
         fail("taus", t, "a 1-d array of mode masses (modes along the last axis)")
     total = t.sum(axis=-1)
     try:
-        shape = np.broadcast_shapes(N_arr.shape, mu_arr.shape, total.shape)
+        np.broadcast_shapes(N_arr.shape, mu_arr.shape, total.shape)
     except ValueError:
         fail("taus", f"shape {t.shape}", "broadcastable with N and mu over all but its last axis")
     total_b, mu_b = np.broadcast_arrays(total, mu_arr)
@@ -244,7 +250,6 @@ def _check_modes(
             total_b.flat[i],
             f"{rel} mu = {format_value(mu_b.flat[i])} (disjoint modes inside the correct set)",
         )
-    del shape
     return N_arr, mu_arr, t
 
 
