@@ -18,8 +18,6 @@ def format_value(value: Any) -> str:
     """Render a bad value compactly for an error message (Python scalars, not NumPy reprs)."""
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return repr(value)
     if isinstance(value, str):
         return repr(value)
     return str(value)
@@ -101,9 +99,9 @@ def check_int_array(
     if frac.any():
         fail(name, arr[frac].flat[0], "an integer")
     if lo is not None and (arr < lo).any():
-        fail(name, arr[arr < lo].flat[0], f">= {lo}")
+        fail(name, int(arr[arr < lo].flat[0]), f">= {lo}")
     if hi is not None and (arr > hi).any():
-        fail(name, arr[arr > hi].flat[0], f"<= {hi}")
+        fail(name, int(arr[arr > hi].flat[0]), f"<= {hi}")
     return arr.astype(np.int64)
 
 
