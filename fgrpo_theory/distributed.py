@@ -1,0 +1,532 @@
+"""Run simulator sweeps on a Dask distributed cluster.
+
+A sweep is embarrassingly parallel over configurations: each configuration is one Dask task, run
+by :func:`fgrpo_theory.sim.run_one` on a worker, and its long-format DataFrame comes back to the
+client, which writes the configuration's Parquet file once, atomically (the simulator's own
+layout). Because the simulator draws every run from its own seeded random stream, a sweep run on a
+cluster is bit-for-bit identical to the same sweep run locally.
+
+The scheduler is chosen by a string (the CLI's ``--scheduler``):
+
+``"local"``
+    no Dask at all: the simulator's own threads (the default).
+``"local-cluster:N"``
+    start a :class:`distributed.LocalCluster` of ``N`` worker processes with one thread each on
+    this machine, and close it afterwards.
+``"tcp://host:port"`` (or ``tls://``)
+    connect a :class:`distributed.Client` to a running scheduler (``dask scheduler`` plus
+    ``dask worker`` processes with ``fgrpo-theory`` installed).
+
+Robustness: a task that raises is retried by Dask (``retries``); a task whose worker process dies
+is rescheduled on another worker (the scheduler's ``allowed-failures``). Either way a
+configuration's result arrives at the client at most once, and its file is written by an atomic
+rename, so a retry can never duplicate rows. Configurations whose files already exist are skipped
+when resuming.
+
+Dask is imported lazily: ``import fgrpo_theory.distributed`` works without it, and choosing a
+non-local scheduler without ``dask[distributed]`` installed raises :class:`ValueError` telling the
+user to ``pip install "fgrpo-theory[dask]"``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ._validate import fail, format_value
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+__all__ = [
+    "run_sweep_distributed",
+    "sweep_executor",
+    "INSTALL_HINT",
+    "SchedulerSpec",
+    "parse_scheduler",
+    "require_distributed",
+    "limit_numba_threads",
+    "DaskExecutor",
+    "open_executor",
+]
+
+#: How to install the optional dependency (quoted in the error message).
+INSTALL_HINT = 'pip install "fgrpo-theory[dask]"'
+
+#: Largest worker count ``local-cluster:N`` accepts.
+MAX_LOCAL_WORKERS = 1024
+
+_LOCAL_CLUSTER = re.compile(r"^local-cluster(?::(.*))?$")
+_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+_SCHEDULER_FORMS = "'local', 'local-cluster:N' or 'tcp://host:port'"
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerSpec(NamedTuple):
+    """A parsed ``--scheduler`` value.
+
+    Attributes
+    ----------
+    kind : str
+        ``"local"``, ``"local-cluster"`` or ``"address"``.
+    address : str or None
+        The scheduler address for ``kind == "address"``.
+    n_workers : int or None
+        The worker-process count for ``kind == "local-cluster"``.
+    text : str
+        The original option value (used in error messages).
+    """
+
+    kind: str
+    address: str | None
+    n_workers: int | None
+    text: str
+
+
+def parse_scheduler(text: str, name: str = "--scheduler") -> SchedulerSpec:
+    """Parse a scheduler option without importing Dask.
+
+    Parameters
+    ----------
+    text : str
+        ``"local"``, ``"local-cluster:N"`` (``N`` worker processes, 1 thread each, ``N`` in
+        ``[1, 1024]``) or ``"tcp://host:port"`` / ``"tls://host:port"``.
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    SchedulerSpec
+
+    Raises
+    ------
+    ValueError
+        If ``text`` has none of these forms, e.g.
+        ``--scheduler must be 'local', 'local-cluster:N' or 'tcp://host:port'; got 'bogus'``.
+
+    Examples
+    --------
+    >>> parse_scheduler("local-cluster:4")
+    SchedulerSpec(kind='local-cluster', address=None, n_workers=4, text='local-cluster:4')
+    """
+    if not isinstance(text, str):
+        fail(name, text, _SCHEDULER_FORMS)
+    s = text.strip()
+    if s == "local":
+        return SchedulerSpec("local", None, None, text)
+    m = _LOCAL_CLUSTER.match(s)
+    if m is not None:
+        count = m.group(1)
+        if count is None or not re.fullmatch(r"\d+", count):
+            fail(name, text, f"'local-cluster:N' with an integer N in [1, {MAX_LOCAL_WORKERS}]")
+        n = int(count)
+        if not 1 <= n <= MAX_LOCAL_WORKERS:
+            fail(name, text, f"'local-cluster:N' with N in [1, {MAX_LOCAL_WORKERS}] workers")
+        return SchedulerSpec("local-cluster", None, n, text)
+    if "://" in s:
+        m = _ADDRESS.match(s)
+        if m is None or not 1 <= int(m.group(3)) <= 65535:
+            fail(name, text, "a scheduler address 'tcp://host:port' with a port in [1, 65535]")
+        return SchedulerSpec("address", s, None, text)
+    fail(name, text, _SCHEDULER_FORMS)
+
+
+def _as_spec(scheduler: str | SchedulerSpec, name: str) -> SchedulerSpec:
+    return scheduler if isinstance(scheduler, SchedulerSpec) else parse_scheduler(scheduler, name)
+
+
+def require_distributed(spec: SchedulerSpec | str, name: str = "--scheduler") -> Any:
+    """Import and return the ``distributed`` module, or explain how to install it.
+
+    Raises
+    ------
+    ValueError
+        ``--scheduler must be 'local' unless dask[distributed] is installed
+        (pip install "fgrpo-theory[dask]"); got 'local-cluster:2'``.
+    """
+    try:
+        import distributed
+    except ImportError:
+        text = spec.text if isinstance(spec, SchedulerSpec) else spec
+        fail(name, text, f"'local' unless dask[distributed] is installed ({INSTALL_HINT})")
+    return distributed
+
+
+def limit_numba_threads(n: int | None) -> int:
+    """Limit the calling thread's Numba parallel thread count to ``n`` (capped at the pool size).
+
+    Numba's thread count is thread-local, so each Dask worker thread limits its own tasks. Returns
+    the count in effect. ``None`` leaves the setting unchanged.
+    """
+    import numba
+
+    if n is not None:
+        numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+    return numba.get_num_threads()
+
+
+def _run_task(fn: Callable[..., Any], threads: int | None, args: tuple, kwargs: dict) -> Any:
+    """What a worker runs: limit Numba's threads, then call ``fn(*args, **kwargs)``."""
+    limit_numba_threads(threads)
+    return fn(*args, **kwargs)
+
+
+def _task_key(fn: Callable[..., Any], label: str | None) -> str:
+    import uuid
+
+    base = getattr(fn, "__name__", "task")
+    return f"{base}-{label}-{uuid.uuid4().hex[:8]}" if label else f"{base}-{uuid.uuid4().hex}"
+
+
+def _in_order(futures: list[cf.Future]) -> Iterator[Any]:
+    try:
+        for fut in futures:
+            yield fut.result()
+    finally:
+        for fut in futures:
+            fut.cancel()
+
+
+def _label(item: Any) -> str | None:
+    """A readable Dask key part for a task: the config hash for a SimConfig."""
+    from .sim.config import SimConfig, config_hash
+
+    return config_hash(item) if isinstance(item, SimConfig) else None
+
+
+class DaskExecutor(cf.Executor):
+    """A :class:`concurrent.futures.Executor` that runs each call as one retried Dask task.
+
+    Use it as a context manager: entering connects to (or starts) the cluster, leaving closes the
+    client and any cluster it started. ``submit`` returns ordinary
+    :class:`concurrent.futures.Future` objects, so code written for a thread or process pool (and
+    :func:`concurrent.futures.as_completed`) works unchanged.
+
+    Parameters
+    ----------
+    scheduler : str or SchedulerSpec
+        ``"local-cluster:N"`` or ``"tcp://host:port"`` (see :func:`parse_scheduler`; ``"local"``
+        is refused here: use :func:`open_executor`, which returns ``None`` for it).
+    threads_per_task : int
+        Numba threads each task may use (default 1: Dask supplies the parallelism, one task per
+        worker thread, so workers never oversubscribe their cores).
+    retries : int
+        How many times Dask re-runs a task that raised; also the number of worker deaths a task
+        may survive on a cluster this executor starts (the scheduler's ``allowed-failures``).
+    connect_timeout : float
+        Seconds to wait for a ``tcp://`` scheduler before giving up with a ValueError.
+    name : str
+        Parameter name used in error messages.
+
+    Examples
+    --------
+    >>> with DaskExecutor("local-cluster:2") as ex:                    # doctest: +SKIP
+    ...     futures = [ex.submit(pow, 2, k) for k in range(4)]
+    ...     [f.result() for f in futures]
+    [1, 2, 4, 8]
+    """
+
+    def __init__(
+        self,
+        scheduler: str | SchedulerSpec = "local-cluster:2",
+        *,
+        threads_per_task: int = 1,
+        retries: int = 3,
+        connect_timeout: float = 10.0,
+        name: str = "--scheduler",
+    ) -> None:
+        spec = (
+            scheduler if isinstance(scheduler, SchedulerSpec) else parse_scheduler(scheduler, name)
+        )
+        if spec.kind == "local":
+            fail(name, spec.text, "a Dask scheduler for DaskExecutor ('local' needs no executor)")
+        if isinstance(threads_per_task, bool) or int(threads_per_task) != threads_per_task:
+            fail("threads_per_task", threads_per_task, "an integer >= 1")
+        if threads_per_task < 1:
+            fail("threads_per_task", threads_per_task, ">= 1")
+        if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+            fail("retries", retries, "an integer >= 0")
+        if not (connect_timeout > 0):
+            fail("connect_timeout", connect_timeout, "> 0 seconds")
+        self.spec = spec
+        self.threads_per_task = int(threads_per_task)
+        self.retries = int(retries)
+        self.connect_timeout = float(connect_timeout)
+        self.name = name
+        self.client: Client | None = None
+        self.cluster: LocalCluster | None = None
+        #: Seconds spent starting the cluster or connecting to it.
+        self.startup_seconds = float("nan")
+        self._executor: cf.Executor | None = None
+        #: Number of tasks submitted so far (each configuration is one task).
+        self.tasks_submitted = 0
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> DaskExecutor:
+        """Connect to (or start) the cluster; called by ``__enter__``. Idempotent."""
+        if self.client is not None:
+            return self
+        distributed = require_distributed(self.spec, self.name)
+        t0 = time.perf_counter()
+        if self.spec.kind == "local-cluster":
+            self.cluster = distributed.LocalCluster(
+                n_workers=self.spec.n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # a free port: never clash with another cluster
+                scheduler_port=0,
+                silence_logs=logging.ERROR,
+                scheduler_kwargs={"allowed_failures": max(self.retries, 1)},
+            )
+            try:
+                self.client = distributed.Client(self.cluster)
+            except BaseException:
+                self.cluster.close()
+                self.cluster = None
+                raise
+        else:
+            try:
+                self.client = distributed.Client(
+                    self.spec.address, timeout=self.connect_timeout, set_as_default=False
+                )
+            except (OSError, TimeoutError) as e:
+                fail(
+                    self.name,
+                    self.spec.text,
+                    f"a reachable Dask scheduler (no answer within "
+                    f"{format_value(self.connect_timeout)} s: {type(e).__name__})",
+                )
+            except Exception as e:  # e.g. a non-Dask service answering on that port
+                fail(
+                    self.name,
+                    self.spec.text,
+                    f"the address of a Dask scheduler (connecting failed: {type(e).__name__})",
+                )
+        self.startup_seconds = time.perf_counter() - t0
+        self._executor = self.client.get_executor(retries=self.retries, pure=False)
+        return self
+
+    def __enter__(self) -> DaskExecutor:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Close the client, and the LocalCluster if this executor started it. Idempotent."""
+        if self._executor is not None:
+            try:
+                self._executor.shutdown(wait=wait and not cancel_futures)
+            finally:
+                self._executor = None
+        if self.client is not None:
+            try:
+                self.client.close()
+            finally:
+                self.client = None
+        if self.cluster is not None:
+            try:
+                self.cluster.close()
+            finally:
+                self.cluster = None
+
+    # -- work ---------------------------------------------------------------------------------
+    @property
+    def n_workers(self) -> int:
+        """Number of workers currently connected."""
+        if self.client is None:
+            return 0
+        return len(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    @property
+    def total_threads(self) -> int:
+        """Worker threads across the cluster (how many tasks run at once)."""
+        if self.client is None:
+            return 0
+        return sum(self.client.nthreads().values())
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
+        """Run ``fn(*args, **kwargs)`` as one Dask task (retried, Numba threads limited).
+
+        ``fn`` and its arguments must be picklable and importable on the workers (for a remote
+        cluster: ``fgrpo-theory`` installed in the workers' environment).
+        """
+        return self.submit_labeled(None, fn, *args, **kwargs)
+
+    def submit_labeled(
+        self, label: str | None, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> cf.Future:
+        """Like :meth:`submit`, with ``label`` (e.g. a config hash) in the task's Dask key."""
+        if self._executor is None:
+            self.start()
+        assert self._executor is not None
+        self.tasks_submitted += 1
+        return self._executor.submit(
+            _run_task, fn, self.threads_per_task, args, kwargs, key=_task_key(fn, label)
+        )
+
+    def __call__(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """The simulator's sweep hook: ``fn(item)`` for every item, results in item order.
+
+        This is the ``executor`` contract of :func:`fgrpo_theory.sim.run_sweep`: all items are
+        submitted at once (one Dask task each, in this order, so they also tend to finish in this
+        order), and results are yielded lazily in item order as they arrive, so the caller writes
+        each configuration's file while later ones still run. A task that raises after its
+        retries re-raises here; the remaining tasks are then cancelled.
+        """
+        futures = [self.submit_labeled(_label(item), fn, item) for item in items]
+        return _in_order(futures)
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Iterable[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(item))`` in completion order; the first task error is raised."""
+        futures = {self.submit(fn, item): i for i, item in enumerate(items)}
+        try:
+            for fut in cf.as_completed(futures):
+                yield futures[fut], fut.result()
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+
+def open_executor(
+    scheduler: str | SchedulerSpec = "local",
+    *,
+    threads_per_task: int = 1,
+    retries: int = 3,
+    connect_timeout: float = 10.0,
+    name: str = "--scheduler",
+) -> DaskExecutor | None:
+    """Return ``None`` for ``"local"`` (the simulator's own threads), else a :class:`DaskExecutor`.
+
+    The executor is not started: use it in a ``with`` block. Parsing errors, and a missing
+    ``dask[distributed]`` for a non-local scheduler, raise :class:`ValueError` immediately.
+    """
+    spec = _as_spec(scheduler, name)
+    if spec.kind == "local":
+        return None
+    require_distributed(spec, name)
+    return DaskExecutor(
+        spec,
+        threads_per_task=threads_per_task,
+        retries=retries,
+        connect_timeout=connect_timeout,
+        name=name,
+    )
+
+
+@contextmanager
+def sweep_executor(
+    scheduler: str | SchedulerSpec = "local",
+    *,
+    threads_per_task: int = 1,
+    retries: int = 3,
+    connect_timeout: float = 10.0,
+    name: str = "--scheduler",
+) -> Iterator[DaskExecutor | None]:
+    """Context manager for :func:`fgrpo_theory.sim.run_sweep`'s ``executor`` argument.
+
+    Yields ``None`` for ``"local"`` (run_sweep then uses the simulator's own threads), otherwise a
+    started :class:`DaskExecutor`, closed (with any LocalCluster it started) on exit. This is the
+    one line a sweep runner needs::
+
+        with sweep_executor(scheduler) as ex:
+            df = run_sweep(sweep, out_dir, executor=ex)
+    """
+    ex = open_executor(
+        scheduler,
+        threads_per_task=threads_per_task,
+        retries=retries,
+        connect_timeout=connect_timeout,
+        name=name,
+    )
+    if ex is None:
+        yield None
+        return
+    with ex:
+        yield ex
+
+
+def run_sweep_distributed(
+    sweep_or_configs: Any,
+    out_dir: str | Path | None = None,
+    scheduler: str | SchedulerSpec = "local-cluster:2",
+    *,
+    resume: bool = True,
+    threads_per_task: int | None = None,
+    retries: int = 3,
+    connect_timeout: float = 10.0,
+    progress: bool = False,
+    fmt: str = "parquet",
+) -> pd.DataFrame:
+    """Run a simulator sweep with one Dask task per configuration.
+
+    :func:`fgrpo_theory.sim.run_sweep` with a :func:`sweep_executor`: same validation, same
+    on-disk layout (``<out_dir>/<config_hash>.<fmt>``, each written once, atomically, by this
+    process when the configuration's result arrives), same resume rule (configurations whose
+    file exists are read, not run) and the same DataFrame as a local run, bit for bit.
+
+    Parameters
+    ----------
+    sweep_or_configs : mapping, SimConfig or iterable of SimConfig
+        What :func:`fgrpo_theory.sim.run_sweep` accepts.
+    out_dir : path, optional
+        Result folder (created if needed). Only this (client) process writes to it, so workers
+        need no shared file system.
+    scheduler : str or SchedulerSpec
+        ``"local"``, ``"local-cluster:N"`` or ``"tcp://host:port"`` (see
+        :func:`parse_scheduler`).
+    resume : bool
+        Skip configurations whose result file exists in ``out_dir``.
+    threads_per_task : int, optional
+        Numba threads per task on the workers (default 1: one task per worker thread); with
+        ``"local"`` it is the simulator's ``threads`` (default: Numba's setting).
+    retries : int
+        Dask retries of a failed task (and worker deaths tolerated on a cluster started here).
+    connect_timeout : float
+        Seconds to wait for a ``tcp://`` scheduler.
+    progress : bool
+        Progress bar (local execution only).
+    fmt : {"parquet", "csv"}
+        File format in ``out_dir``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The long-format results of every configuration, in configuration order.
+
+    Examples
+    --------
+    >>> from fgrpo_theory.sim import SimConfig
+    >>> sweep = {"K": 6, "N": [4, 8], "gamma": [0.0, 1.0], "steps": 50, "seeds": 4}
+    >>> df = run_sweep_distributed(sweep, "results/", "local-cluster:2")  # doctest: +SKIP
+    """
+    from .sim import expand_grid, run_sweep
+
+    spec = _as_spec(scheduler, "--scheduler")
+    configs = expand_grid(sweep_or_configs)  # validate before starting any cluster
+    with sweep_executor(
+        spec,
+        threads_per_task=1 if threads_per_task is None else threads_per_task,
+        retries=retries,
+        connect_timeout=connect_timeout,
+    ) as ex:
+        return run_sweep(
+            configs,
+            out_dir,
+            resume=resume,
+            threads=threads_per_task if ex is None else None,
+            progress=progress,
+            executor=ex,
+            fmt=fmt,
+        )

@@ -1,0 +1,344 @@
+"""Simulator sweeps on a Dask cluster: same results as a local run, retries, resume, errors.
+
+Oracles: the local sweep (``run_sweep`` without an executor, two Numba threads) for the cluster
+sweep, bit for bit, DataFrames and file bytes; the file system (one file per configuration, inode
+and mtime untouched when resumed); marker files written by the tasks themselves to prove that a
+worker really died or a task really failed before the retry that succeeded.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fgrpo_theory.distributed import (
+    INSTALL_HINT,
+    DaskExecutor,
+    SchedulerSpec,
+    open_executor,
+    parse_scheduler,
+    run_sweep_distributed,
+    sweep_executor,
+)
+
+try:
+    import distributed  # noqa: F401
+
+    HAVE_DASK = True
+except ImportError:  # pragma: no cover - the CI installs the extra
+    HAVE_DASK = False
+
+needs_dask = pytest.mark.skipif(not HAVE_DASK, reason='needs pip install "fgrpo-theory[dask]"')
+
+# Small but non-trivial: dense kernel, Adam, several seeds (so the local run really uses the
+# parallel loop over runs), focal and vanilla, K = 6 and K = 1000.
+SWEEP = {
+    "K": [6, 1000],
+    "N": [4, 64],
+    "gamma": [0.0, 1.0],
+    "steps": 40,
+    "seeds": 3,
+    "optimizer": "adam",
+    "lr": 0.05,
+    "log_every": 10,
+}
+N_CONFIGS = 8
+
+
+def _configs():
+    from fgrpo_theory.sim import expand_grid
+
+    return expand_grid(SWEEP)
+
+
+def _file_digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def _sorted(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values(["config_hash", "run", "step"]).reset_index(drop=True)
+
+
+# -- functions shipped to the workers (pickled by value: workers cannot import this file) ---------
+def _die_once(fn, marker_dir: str, victim: str, cfg):
+    """First attempt on config ``victim``: leave a marker, then kill the worker process."""
+    from fgrpo_theory.sim import config_hash
+
+    marker = Path(marker_dir) / f"{config_hash(cfg)}.died"
+    if config_hash(cfg) == victim and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        os._exit(1)
+    return fn(cfg)
+
+
+def _raise_once(fn, marker_dir: str, victim: str, cfg):
+    """First attempt on config ``victim``: leave a marker, then raise (Dask ``retries``)."""
+    from fgrpo_theory.sim import config_hash
+
+    marker = Path(marker_dir) / f"{config_hash(cfg)}.raised"
+    if config_hash(cfg) == victim and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        raise RuntimeError("transient failure")
+    return fn(cfg)
+
+
+def _always_raise(fn, victim: str, cfg):
+    from fgrpo_theory.sim import config_hash
+
+    if config_hash(cfg) == victim:
+        raise RuntimeError("simulated crash")
+    return fn(cfg)
+
+
+def _worker_view():
+    """Numba threads of this task and the kernel's cache statistics on this worker."""
+    import numba
+
+    from fgrpo_theory.sim import kernels
+
+    st = kernels.dense_batch.stats
+    return {
+        "threads": numba.get_num_threads(),
+        "pool": numba.config.NUMBA_NUM_THREADS,
+        "cache_hits": sum(st.cache_hits.values()),
+        "cache_misses": sum(st.cache_misses.values()),
+        "pid": os.getpid(),
+    }
+
+
+if HAVE_DASK:
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+# -- fixtures ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The reference: the same sweep run locally with two Numba threads, files on disk."""
+    from fgrpo_theory.sim import run_sweep
+
+    out = tmp_path_factory.mktemp("local")
+    df = run_sweep(SWEEP, out, threads=2, progress=False)
+    return df, out
+
+
+@pytest.fixture(scope="module")
+def cluster(local_run):
+    """One 2-worker LocalCluster (1 thread per worker) shared by this module's tests."""
+    with DaskExecutor("local-cluster:2", retries=3) as ex:
+        yield ex
+
+
+# -- parsing and errors (no cluster) ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("local", SchedulerSpec("local", None, None, "local")),
+        ("local-cluster:4", SchedulerSpec("local-cluster", None, 4, "local-cluster:4")),
+        ("local-cluster:1", SchedulerSpec("local-cluster", None, 1, "local-cluster:1")),
+        ("tcp://host:8786", SchedulerSpec("address", "tcp://host:8786", None, "tcp://host:8786")),
+        (
+            "tcp://10.0.0.5:1",
+            SchedulerSpec("address", "tcp://10.0.0.5:1", None, "tcp://10.0.0.5:1"),
+        ),
+        (
+            "tls://[::1]:8786",
+            SchedulerSpec("address", "tls://[::1]:8786", None, "tls://[::1]:8786"),
+        ),
+    ],
+)
+def test_parse_scheduler_accepts(text, expected):
+    assert parse_scheduler(text) == expected
+
+
+FORMS = "--scheduler must be 'local', 'local-cluster:N' or 'tcp://host:port'"
+WORKERS = "--scheduler must be 'local-cluster:N' with N in [1, 1024] workers"
+INTEGER = "--scheduler must be 'local-cluster:N' with an integer N in [1, 1024]"
+ADDRESS = "--scheduler must be a scheduler address 'tcp://host:port' with a port in [1, 65535]"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("bogus", f"{FORMS}; got 'bogus'"),
+        ("", f"{FORMS}; got ''"),
+        ("tcp:/host:1", f"{FORMS}; got 'tcp:/host:1'"),
+        ("local-cluster:0", f"{WORKERS}; got 'local-cluster:0'"),
+        ("local-cluster:2000", f"{WORKERS}; got 'local-cluster:2000'"),
+        ("local-cluster:-1", f"{INTEGER}; got 'local-cluster:-1'"),
+        ("local-cluster:2.5", f"{INTEGER}; got 'local-cluster:2.5'"),
+        ("local-cluster", f"{INTEGER}; got 'local-cluster'"),
+        ("tcp://host", f"{ADDRESS}; got 'tcp://host'"),
+        ("tcp://host:0", f"{ADDRESS}; got 'tcp://host:0'"),
+        ("tcp://host:65536", f"{ADDRESS}; got 'tcp://host:65536'"),
+        ("http://host:8786", f"{ADDRESS}; got 'http://host:8786'"),
+    ],
+)
+def test_parse_scheduler_rejects(text, message):
+    with pytest.raises(ValueError) as e:
+        parse_scheduler(text)
+    assert str(e.value) == message
+
+
+def test_local_needs_no_dask(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    assert open_executor("local") is None
+    with sweep_executor("local") as ex:
+        assert ex is None
+
+
+@pytest.mark.parametrize("text", ["local-cluster:2", "tcp://localhost:8786"])
+def test_missing_dask_says_how_to_install(monkeypatch, text):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ValueError) as e:
+        open_executor(text)
+    msg = str(e.value)
+    assert msg == (
+        f"--scheduler must be 'local' unless dask[distributed] is installed ({INSTALL_HINT}); "
+        f"got '{text}'"
+    )
+    assert 'pip install "fgrpo-theory[dask]"' in msg and "\n" not in msg
+
+
+def test_sweep_is_validated_before_any_cluster_starts(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # starting a cluster would fail
+    with pytest.raises(ValueError, match=r"^N must be >= 1; got 0$"):
+        run_sweep_distributed({"K": 6, "N": [4, 0]}, None, "local-cluster:2")
+
+
+def test_executor_options_are_checked():
+    with pytest.raises(ValueError, match=r"^threads_per_task must be >= 1; got 0$"):
+        DaskExecutor("local-cluster:2", threads_per_task=0)
+    with pytest.raises(ValueError, match=r"^retries must be an integer >= 0; got -1$"):
+        DaskExecutor("local-cluster:2", retries=-1)
+    with pytest.raises(ValueError, match=r"^--scheduler must be a Dask scheduler"):
+        DaskExecutor("local")
+
+
+@needs_dask
+@pytest.mark.parametrize("address", ["tcp://nohost.invalid:1", "tcp://127.0.0.1:1"])
+def test_unreachable_scheduler_fails_fast(address):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        with DaskExecutor(address, connect_timeout=2.0):
+            pass
+    elapsed = time.perf_counter() - t0
+    assert str(e.value).startswith("--scheduler must be a reachable Dask scheduler")
+    assert str(e.value).endswith(f"; got '{address}'")
+    assert elapsed < 8.0, elapsed
+
+
+# -- on a 2-worker LocalCluster ------------------------------------------------------------------
+@needs_dask
+def test_cluster_sweep_equals_local_run_bit_for_bit(cluster, local_run, tmp_path):
+    from fgrpo_theory.sim import run_sweep
+
+    ref, ref_dir = local_run
+    before = cluster.tasks_submitted
+    df = run_sweep(SWEEP, tmp_path, executor=cluster, progress=False)
+    assert cluster.tasks_submitted - before == N_CONFIGS  # one task per configuration
+    assert len(ref) > 0 and ref["config_hash"].nunique() == N_CONFIGS
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)  # same order, too
+    pd.testing.assert_frame_equal(_sorted(df), _sorted(ref), check_exact=True)
+    assert _file_digests(tmp_path) == _file_digests(ref_dir)
+    assert len(_file_digests(tmp_path)) == N_CONFIGS
+
+
+@needs_dask
+def test_tasks_use_one_numba_thread_and_cached_kernels(cluster, local_run):
+    views = [f.result() for f in [cluster.submit(_worker_view) for _ in range(4)]]
+    assert all(v["threads"] == 1 for v in views), views
+    # the kernels were compiled (and cached on disk) by the reference run; workers load them
+    assert all(v["cache_misses"] == 0 for v in views), views
+    assert len({v["pid"] for v in views}) <= 2
+
+
+@needs_dask
+def test_killed_worker_is_retried_without_duplicates(cluster, local_run, tmp_path):
+    from fgrpo_theory.sim import config_hash, run_sweep
+
+    ref, ref_dir = local_run
+    victim = config_hash(_configs()[3])
+    out = tmp_path / "out"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+
+    def killing(fn, cfgs):
+        return cluster(functools.partial(_die_once, fn, str(markers), victim), cfgs)
+
+    df = run_sweep(SWEEP, out, executor=killing, progress=False)
+    died = markers / f"{victim}.died"
+    assert died.exists()  # the first attempt really ran and killed its worker process
+    assert int(died.read_text()) != os.getpid()
+    counts = df.groupby("config_hash").size()
+    assert len(counts) == N_CONFIGS
+    assert (counts == ref.groupby("config_hash").size()).all()  # each config exactly once
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    assert _file_digests(out) == _file_digests(ref_dir)
+    deadline = time.monotonic() + 20
+    while cluster.n_workers < 2 and time.monotonic() < deadline:  # the nanny restarts it
+        time.sleep(0.2)
+    assert cluster.n_workers == 2
+
+
+@needs_dask
+def test_failed_task_is_retried(cluster, local_run, tmp_path):
+    from fgrpo_theory.sim import config_hash, run_sweep
+
+    ref, ref_dir = local_run
+    victim = config_hash(_configs()[0])
+    markers = tmp_path / "markers"
+    markers.mkdir()
+
+    def flaky(fn, cfgs):
+        return cluster(functools.partial(_raise_once, fn, str(markers), victim), cfgs)
+
+    df = run_sweep(SWEEP, tmp_path / "out", executor=flaky, progress=False)
+    assert (markers / f"{victim}.raised").exists()
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    assert _file_digests(tmp_path / "out") == _file_digests(ref_dir)
+
+
+@needs_dask
+def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run, tmp_path):
+    from fgrpo_theory.sim import config_hash, run_sweep
+
+    ref, ref_dir = local_run
+    victim = config_hash(_configs()[-1])
+
+    def crashing(fn, cfgs):
+        return cluster(functools.partial(_always_raise, fn, victim), cfgs)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_sweep(SWEEP, tmp_path, executor=crashing, progress=False)
+    done = {p.name: p.stat() for p in tmp_path.iterdir()}
+    assert len(done) == N_CONFIGS - 1 and f"{victim}.parquet" not in done
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary leftovers
+
+    before = cluster.tasks_submitted
+    df = run_sweep(SWEEP, tmp_path, executor=cluster, progress=False)
+    assert cluster.tasks_submitted - before == 1  # only the missing configuration ran
+    for name, st in done.items():  # finished files were read, not rewritten
+        now = (tmp_path / name).stat()
+        assert (now.st_ino, now.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    assert _file_digests(tmp_path) == _file_digests(ref_dir)
+
+
+@needs_dask
+def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path):
+    ref, ref_dir = local_run
+    df = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:1")
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    assert _file_digests(tmp_path) == _file_digests(ref_dir)
+    # resuming runs nothing: every file is on disk, so no cluster work is needed
+    again = run_sweep_distributed(SWEEP, tmp_path, "local")
+    pd.testing.assert_frame_equal(again, ref, check_exact=True)
