@@ -13,9 +13,11 @@ has logit gradient
     dJ/dz_i = (1/N) (c_i - p_i C),   c_k = n_k A_k s_k,   C = sum_k c_k,
 
 where ``s_k = w_k`` for the log-prob rule (``f = log p``) and ``s_k = w_k p_k`` for the linear
-surrogate (``f = p``, P-5 of the paper's simulation). ``w_k`` is the ratio ``r = p/p_old``,
-zeroed where PPO clipping is active (GRPO, DAPO), or ``clip(r, 1 - eps_low, 1 + eps_high)``
-(CISPO, P-15/P-16); at the first inner update ``r = 1`` exactly.
+surrogate (``f = p``, the paper's simulation; cf. P-5). For GRPO and DAPO (PPO clipped surrogate
+``min(r A, clip(r) A)`` with ``r = p/p_old``) ``w_k = 0`` where the clip is active and otherwise
+``r_k`` (log-prob: ``d(r A) = A r dlog p``) or 1 (linear: ``d(A r p_old) = A dp``); for CISPO
+(P-15, P-16) ``w_k = clip(r_k, 1 - eps_low, 1 + eps_high)`` under a stop-gradient. At the first
+inner update ``r = 1`` exactly, so all three coincide.
 
 Metric layout of ``out[..., :]``: 0 q_pos, 1 m_ret, 2 entropy, 3 groups, 4 active, 5 resamples,
 then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts.
@@ -216,9 +218,17 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
 
 @njit(cache=True, fastmath=FM)
 def _coefficients(
-    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b, cvec
-):
-    """Fill ``cvec`` at the sampled actions with ``n_k A_k s_k``; return their sum C."""
+    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b,
+    zero_sum, cvec,
+):  # fmt: skip
+    """Fill ``cvec`` at the sampled actions with ``n_k A_k s_k``; return their sum C.
+
+    With the log-prob rule and a zero-sum advantage convention, ``sum_k n_k A_k = 0`` in exact
+    arithmetic, so ``C = sum_k n_k A_k (w_k - 1)`` is used: it is exactly 0 when every weight is 1
+    (one inner update), instead of a ~1e-16 rounding residue that Adam would normalize into
+    learning-rate-sized steps of every unsampled logit.
+    """
+    centred = zero_sum and rule == RULE_LOGPROB
     C = 0.0
     ac = adv_c[X]
     aw = adv_w[X]
@@ -229,15 +239,20 @@ def _coefficients(
         r = 1.0 if first else p / pold[j]
         if algo == ALGO_CISPO:
             w = min(max(r, lo_b), hi_b)
+        elif (A > 0.0 and r > hi_b) or (A < 0.0 and r < lo_b):
+            w = 0.0  # PPO clip active: the clipped term is constant
+        elif rule == RULE_LOGPROB:
+            w = r  # d(r A) = A r dlog p
         else:
-            w = r
-            if (A > 0.0 and r > hi_b) or (A < 0.0 and r < lo_b):
-                w = 0.0
+            w = 1.0  # d(A r p_old) = A dp = A p dlog p
         if rule == RULE_LINEAR:
             w *= p
         c = cnt[k] * A * w
         cvec[k] = c
-        C += c
+        if centred:
+            C += cnt[k] * A * (w - 1.0)
+        else:
+            C += c
     return C
 
 
@@ -268,6 +283,7 @@ def dense_run(
     dyn,
     max_res,
     sampler,
+    zero_sum,
     out,
 ):
     """One run of the dense path (every logit moves); fills ``out[n_log, n_metrics]``."""
@@ -347,6 +363,7 @@ def dense_run(
                 algo,
                 lo_b,
                 hi_b,
+                zero_sum,
                 cvec,
             )
             t_opt += 1
@@ -416,6 +433,7 @@ def dense_batch(
     dyn,
     max_res,
     sampler,
+    zero_sum,
     out,
 ):
     """Runs ``r = 0 .. len(keys)-1`` of the dense path in parallel; ``out[r, n_log, n_met]``."""
@@ -446,6 +464,7 @@ def dense_batch(
             dyn,
             max_res,
             sampler,
+            zero_sum,
             out[r],
         )
 

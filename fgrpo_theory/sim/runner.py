@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import SimConfig, config_hash, parse_index_set, parse_logits
-from .rng import run_keys
+from .keys import run_keys
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,6 +116,7 @@ def prepare(cfg: SimConfig) -> dict:
         log_steps=cfg.log_schedule(),
         clip_lo=clip_lo,
         clip_hi=clip_hi,
+        zero_sum=_zero_sum(adv_c, adv_w, N),
         backend=choose_backend(cfg, adv_c, adv_w),
         sampler=choose_sampler(cfg),
     )
@@ -139,7 +140,7 @@ def _run_kernel(cfg: SimConfig, a: dict, keys: np.ndarray, out: np.ndarray) -> N
         a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
         keys, cfg.N, cfg.steps, a["log_steps"], rule, algo, opt, cfg.lr, cfg.weight_decay,
         cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.inner_updates, a["clip_lo"], a["clip_hi"],
-        cfg.dynamic_sampling, cfg.max_resamples, sampler, out,
+        cfg.dynamic_sampling, cfg.max_resamples, sampler, a["zero_sum"], out,
     )  # fmt: skip
 
 
