@@ -1,0 +1,124 @@
+"""Policies: logit specs, the paper's 128,000-action start, validation and file loading."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from fgrpo_theory.policy import (
+    check_policy,
+    load_policy,
+    logits_from_spec,
+    paper_policy,
+    policy_from_specs,
+    probabilities,
+    success_probability,
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("5.0x1,3.0x2", [5.0, 3.0, 3.0]),
+        ("1.0,2.0", [1.0, 2.0]),
+        (" -1.5 x 2 , 0.25 ", [-1.5, -1.5, 0.25]),
+        ("1e-3X3", [1e-3] * 3),
+        ("0x1,0", [0.0, 0.0]),
+    ],
+)
+def test_logits_from_spec(spec, expected):
+    np.testing.assert_array_equal(logits_from_spec(spec), expected)
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("1.0x0", "'1.0x0'"),
+        ("1.0x-3", "'1.0x-3'"),
+        ("nanx2", "finite"),
+        ("inf", "finite"),
+        ("abc", "'abc'"),
+        ("1.0x2.5", "COUNT"),
+        ("1.0,,2.0", "empty"),
+        ("", "non-empty"),
+        ("x3", "'x3'"),
+    ],
+)
+def test_logits_from_spec_errors_name_parameter(spec, fragment):
+    with pytest.raises(ValueError, match="^--correct must") as info:
+        logits_from_spec(spec, name="--correct")
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_paper_policy_matches_appendix_j():
+    z, c = paper_policy()
+    assert z.shape == c.shape == (128_000,)
+    assert c.sum() == 10_000 and c[:10_000].all() and not c[10_000:].any()
+    assert z[0] == 5.0 and (z[1:10_000] == 3.0).all() and (z[10_000:] == 0.0).all()
+    # mu = (e^5 + 9999 e^3) / (e^5 + 9999 e^3 + 118000), 50 digits:
+    # mp.dps = 50; (mp.e**5 + 9999*mp.e**3) / (mp.e**5 + 9999*mp.e**3 + 118000)
+    mp.mp.dps = 50
+    mu_ref = (mp.e**5 + 9999 * mp.e**3) / (mp.e**5 + 9999 * mp.e**3 + 118000)
+    assert success_probability(z, c) == pytest.approx(float(mu_ref), rel=1e-13)
+    assert abs(success_probability(z, c) - 0.63) < 0.001  # "Q_pos is about 0.63"
+    p = probabilities(z)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_policy_from_specs_puts_correct_first_and_allows_no_incorrect():
+    z, c = policy_from_specs("2.0x2", "")
+    np.testing.assert_array_equal(z, [2.0, 2.0])
+    assert c.all()
+    with pytest.raises(ValueError, match="^correct must be non-empty"):
+        policy_from_specs("", "0x3")
+
+
+def test_check_policy_validation():
+    with pytest.raises(ValueError, match="^logits must be a finite number; got nan"):
+        check_policy([0.0, np.nan], [True, False])
+    with pytest.raises(ValueError, match="^correct must be a mask with at least one correct"):
+        check_policy([0.0, 1.0], [False, False])
+    with pytest.raises(ValueError, match="^correct must be a mask of booleans or 0/1 values"):
+        check_policy([0.0, 1.0], [2, 0])
+    with pytest.raises(ValueError, match="^correct must be of the logits' shape"):
+        check_policy([0.0, 1.0], [True])
+    z, c = check_policy([0.0, 1.0], [1, 0])
+    assert c.dtype == bool and c.tolist() == [True, False]
+
+
+def test_load_policy_npy_and_csv(tmp_path):
+    z = np.array([1.0, 0.5, -2.0])
+    np.save(tmp_path / "z.npy", z)
+    np.save(tmp_path / "m.npy", np.array([True, False, True]))
+    (tmp_path / "z.csv").write_text("1.0\n0.5\n-2.0\n")
+    (tmp_path / "m.csv").write_text("1,0,1\n")
+    for zf, mf in [("z.npy", "m.npy"), ("z.csv", "m.csv"), ("z.npy", "m.csv")]:
+        zz, cc = load_policy(tmp_path / zf, tmp_path / mf)
+        np.testing.assert_array_equal(zz, z)
+        assert cc.tolist() == [True, False, True]
+    zz, cc = load_policy(tmp_path / "z.csv", n_correct=2)
+    assert cc.tolist() == [True, True, False]
+
+
+def test_load_policy_errors(tmp_path):
+    (tmp_path / "bad.csv").write_text("1.0,nan\n")
+    (tmp_path / "z.csv").write_text("1.0,2.0\n")
+    (tmp_path / "m.csv").write_text("0,0\n")
+    (tmp_path / "short.csv").write_text("1\n")
+    (tmp_path / "z.txtx").write_text("1\n")
+    with pytest.raises(ValueError, match="^--logits must be a finite number; got nan"):
+        load_policy(tmp_path / "bad.csv", n_correct=1)
+    with pytest.raises(ValueError, match="^--correct-mask must be a mask with at least one"):
+        load_policy(tmp_path / "z.csv", tmp_path / "m.csv")
+    with pytest.raises(ValueError, match="^--correct-mask must be one value per action"):
+        load_policy(tmp_path / "z.csv", tmp_path / "short.csv")
+    with pytest.raises(ValueError, match="^--n-correct must be >= 1; got 0"):
+        load_policy(tmp_path / "z.csv", n_correct=0)
+    with pytest.raises(ValueError, match="^--correct-mask must be given alone"):
+        load_policy(tmp_path / "z.csv")
+    with pytest.raises(ValueError, match="^--logits must be a .npy or .csv file"):
+        load_policy(tmp_path / "z.txtx", n_correct=1)
+    with pytest.raises(FileNotFoundError):
+        load_policy(tmp_path / "missing.npy", n_correct=1)
