@@ -1,0 +1,97 @@
+"""Numba compilation: cold and warm start of the simulator.
+
+Each measurement runs in a fresh Python subprocess with ``NUMBA_CACHE_DIR`` pointing at a
+temporary folder: the first subprocess finds the folder empty (cold: every kernel is compiled and
+written to the cache), the following ones reuse it (warm: kernels are loaded from the cache). Times
+reported: ``import fgrpo_theory.sim``, the first ``simulate`` call of a tiny dense-path config
+(log-prob GRPO, SGD), then the first call of a sum-tree config and of a dense linear/AdamW config
+(other specializations), and the subprocess's total wall time. The reference for the ratio is the
+cold start: warm is expected to be much faster. ``import fgrpo_theory`` alone must not import
+Numba; that is checked and printed too.
+
+Run: ``python benchmarks/bench_compile.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from _common import REPO, Row, fmt_time, header, print_table
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import fgrpo_theory
+numba_loaded_by_package = "numba" in sys.modules
+t1 = time.perf_counter()
+from fgrpo_theory.sim import SimConfig, simulate
+t2 = time.perf_counter()
+simulate(SimConfig(K=6, N=8, steps=10, seeds=2, rule="logprob", optimizer="sgd"))
+t3 = time.perf_counter()
+simulate(SimConfig(K=20000, logits="1.0x1,0.0x19999", correct=100, N=8, steps=10, seeds=2,
+                   rule="logprob", optimizer="sgd", backend="sumtree"))
+t4 = time.perf_counter()
+simulate(SimConfig(K=1000, correct=100, N=8, steps=10, seeds=2, rule="linear",
+                   advantage="paper-sim", optimizer="adamw"))
+t5 = time.perf_counter()
+print(json.dumps(dict(import_pkg=t1 - t0, import_sim=t2 - t1, dense=t3 - t2, tree=t4 - t3,
+                      adamw=t5 - t4, numba_loaded_by_package=numba_loaded_by_package)))
+"""
+
+
+def run_child(cache_dir: str) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t0 = time.perf_counter()
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        print(res.stderr, file=sys.stderr)
+        raise RuntimeError("the benchmark subprocess failed")
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["wall"] = wall
+    return out
+
+
+def main() -> int:
+    header("Numba compilation: cold (empty NUMBA_CACHE_DIR) and warm (cached) start, subprocesses")
+    with tempfile.TemporaryDirectory(prefix="fgrpo-numba-cache-") as cache:
+        cold = run_child(cache)
+        warms = [run_child(cache) for _ in range(3)]
+    warm = {k: min(w[k] for w in warms) for k in warms[0] if k != "numba_loaded_by_package"}
+    keys = [
+        ("import_sim", "import fgrpo_theory.sim"),
+        ("dense", "first simulate(): dense, log-prob, SGD"),
+        ("tree", "then first sum-tree simulate()"),
+        ("adamw", "then first dense linear/AdamW simulate()"),
+        ("wall", "whole subprocess (python start to exit)"),
+    ]
+    rows = []
+    for k, label in keys:
+        rows.append(Row(f"cold: {label}", fmt_time(cold[k])))
+    for k, label in keys:
+        rows.append(
+            Row(f"warm: {label}", fmt_time(warm[k]), "", f"{cold[k] / warm[k]:.0f}x faster")
+        )
+    rows.append(
+        Row(
+            "import fgrpo_theory loads numba?",
+            str(cold["numba_loaded_by_package"]),
+            "False",
+            "",
+            not cold["numba_loaded_by_package"],
+        )
+    )
+    print("# warm = best of 3 subprocesses reusing the cache written by the cold one")
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
