@@ -385,8 +385,9 @@ def total_correct_change_p17(stats: GroupStatistics, eta: Any) -> P17Terms:
     dQ_pos = (eta/N) [ (R_c - S_R) Q_neg A2 + (S_R - R_w) Q_pos B2
                        + S_R (Q_pos U_neg2 - Q_neg U_pos2) ]
 
-    The first two terms are >= 0; the third (unsampled coupling) can be negative and vanishes as
-    N grows. For a focal step pass ``eta * g``.
+    The first two terms are >= 0 whenever R_c >= 0 >= R_w (both reward encodings of the paper:
+    then R_c - S_R >= 0 and S_R - R_w >= 0; other rewards can flip them); the third (unsampled
+    coupling) can be negative and vanishes as N grows. For a focal step pass ``eta * g``.
 
     Parameters
     ----------
@@ -1024,7 +1025,9 @@ def expected_baseline_given_correct(
 ) -> Any:
     """Expected batch baseline given X = k: E[S_R | X=k] = R_c E[P_pos|k] + R_w E[P_neg|k].
 
-    Corollary H.2: if R_c > R_w and R_w <= 0 it is non-decreasing in k.
+    Corollary H.2: it is non-decreasing in k when R_c >= 0 >= R_w (both reward encodings of the
+    paper). theory.md states the condition as R_c > R_w, R_w <= 0; that is not enough: with
+    R_c < 0 the term R_c E[P_pos|k] decreases in k and can win (see the tests).
 
     Parameters
     ----------
