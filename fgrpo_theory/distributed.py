@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._validate import fail, format_value
+from ._validate import check_scalar, fail, format_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,7 +241,7 @@ class DaskExecutor(cf.Executor):
         *,
         threads_per_task: int = 1,
         retries: int = 3,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
         name: str = "--scheduler",
     ) -> None:
         spec = (
@@ -249,14 +249,13 @@ class DaskExecutor(cf.Executor):
         )
         if spec.kind == "local":
             fail(name, spec.text, "a Dask scheduler for DaskExecutor ('local' needs no executor)")
-        if isinstance(threads_per_task, bool) or int(threads_per_task) != threads_per_task:
+        if isinstance(threads_per_task, bool) or not isinstance(threads_per_task, int):
             fail("threads_per_task", threads_per_task, "an integer >= 1")
         if threads_per_task < 1:
             fail("threads_per_task", threads_per_task, ">= 1")
-        if isinstance(retries, bool) or int(retries) != retries or retries < 0:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             fail("retries", retries, "an integer >= 0")
-        if not (connect_timeout > 0):
-            fail("connect_timeout", connect_timeout, "> 0 seconds")
+        check_scalar("connect_timeout", connect_timeout, lo=0.0, lo_open=True)
         self.spec = spec
         self.threads_per_task = int(threads_per_task)
         self.retries = int(retries)
@@ -310,6 +309,17 @@ class DaskExecutor(cf.Executor):
                     self.name,
                     self.spec.text,
                     f"the address of a Dask scheduler (connecting failed: {type(e).__name__})",
+                )
+            try:  # a scheduler without workers would leave every task pending forever
+                self.client.wait_for_workers(1, timeout=self.connect_timeout)
+            except (OSError, TimeoutError):
+                self.client.close()
+                self.client = None
+                fail(
+                    self.name,
+                    self.spec.text,
+                    f"a Dask scheduler with at least one worker (none joined within "
+                    f"{format_value(self.connect_timeout)} s)",
                 )
         self.startup_seconds = time.perf_counter() - t0
         self._executor = self.client.get_executor(retries=self.retries, pure=False)
@@ -404,7 +414,7 @@ def open_executor(
     *,
     threads_per_task: int = 1,
     retries: int = 3,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = 5.0,
     name: str = "--scheduler",
 ) -> DaskExecutor | None:
     """Return ``None`` for ``"local"`` (the simulator's own threads), else a :class:`DaskExecutor`.
@@ -431,7 +441,7 @@ def sweep_executor(
     *,
     threads_per_task: int = 1,
     retries: int = 3,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = 5.0,
     name: str = "--scheduler",
 ) -> Iterator[DaskExecutor | None]:
     """Context manager for :func:`fgrpo_theory.sim.run_sweep`'s ``executor`` argument.
@@ -465,7 +475,7 @@ def run_sweep_distributed(
     resume: bool = True,
     threads_per_task: int | None = None,
     retries: int = 3,
-    connect_timeout: float = 10.0,
+    connect_timeout: float = 5.0,
     progress: bool = False,
     fmt: str = "parquet",
 ) -> pd.DataFrame:

@@ -253,6 +253,41 @@ def test_cluster_sweep_equals_local_run_bit_for_bit(cluster, local_run, tmp_path
 
 
 @needs_dask
+def test_tcp_address_of_a_running_scheduler(cluster, local_run, tmp_path):
+    """The path of a real cluster: connect by address (here: the fixture cluster's scheduler)."""
+    from fgrpo_theory.sim import run_sweep
+
+    ref, ref_dir = local_run
+    address = cluster.cluster.scheduler_address
+    assert address.startswith("tcp://")
+    with sweep_executor(address) as ex:
+        assert ex.cluster is None and ex.n_workers == 2
+        df = run_sweep(SWEEP, tmp_path, executor=ex, progress=False)
+    pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    assert _file_digests(tmp_path) == _file_digests(ref_dir)
+    assert cluster.n_workers == 2  # closing a connected client leaves the cluster running
+
+
+@needs_dask
+def test_scheduler_without_workers_fails_fast():
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=0, processes=False, protocol="tcp", dashboard_address=":0"
+    ) as empty:
+        address = empty.scheduler_address
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError) as e:
+            with DaskExecutor(address, connect_timeout=1.0):
+                pass
+        assert time.perf_counter() - t0 < 5
+    assert str(e.value) == (
+        "--scheduler must be a Dask scheduler with at least one worker (none joined within "
+        f"1.0 s); got '{address}'"
+    )
+
+
+@needs_dask
 def test_tasks_use_one_numba_thread_and_cached_kernels(cluster, local_run):
     views = [f.result() for f in [cluster.submit(_worker_view) for _ in range(4)]]
     assert all(v["threads"] == 1 for v in views), views
@@ -342,3 +377,59 @@ def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path
     # resuming runs nothing: every file is on disk, so no cluster work is needed
     again = run_sweep_distributed(SWEEP, tmp_path, "local")
     pd.testing.assert_frame_equal(again, ref, check_exact=True)
+
+
+# -- the CLI (``simulate --scheduler``; the option itself lives in SIM's cli/simulate.py) --------
+@pytest.fixture
+def scheduler_cli(cli):
+    if "--scheduler" not in cli("simulate", "--help").out:
+        pytest.skip("simulate has no --scheduler option yet (one-line hook-up pending)")
+    return cli
+
+
+SMALL = ["simulate", "--K", "6", "--N", "4,8", "--gamma", "0,1", "--steps", "20", "--seeds", "2"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("bogus", f"{FORMS}; got 'bogus'"),
+        ("local-cluster:0", f"{WORKERS}; got 'local-cluster:0'"),
+        ("tcp://nohost", f"{ADDRESS}; got 'tcp://nohost'"),
+    ],
+)
+def test_cli_bad_scheduler(scheduler_cli, value, message):
+    r = scheduler_cli(*SMALL, "--scheduler", value)
+    assert r.code == 2
+    assert r.err == f"Error: {message}\n"
+
+
+def test_cli_without_dask_says_how_to_install(scheduler_cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    r = scheduler_cli(*SMALL, "--scheduler", "local-cluster:2")
+    assert r.code == 2
+    assert r.err == (
+        "Error: --scheduler must be 'local' unless dask[distributed] is installed "
+        "(pip install \"fgrpo-theory[dask]\"); got 'local-cluster:2'\n"
+    )
+
+
+@needs_dask
+def test_cli_unreachable_scheduler_exits_2_quickly(scheduler_cli):
+    t0 = time.perf_counter()
+    r = scheduler_cli(*SMALL, "--scheduler", "tcp://127.0.0.1:1")
+    assert r.code == 2
+    assert r.err.startswith("Error: --scheduler must be a reachable Dask scheduler")
+    assert time.perf_counter() - t0 < 15  # the default connect timeout is 5 s
+
+
+@needs_dask
+def test_cli_local_cluster_equals_local(scheduler_cli, tmp_path):
+    a = scheduler_cli(*SMALL, "--out", tmp_path / "local", "--format", "csv")
+    b = scheduler_cli(
+        *SMALL, "--out", tmp_path / "dask", "--format", "csv", "--scheduler", "local-cluster:2"
+    )
+    assert (a.code, b.code) == (0, 0), (a.err, b.err)
+    assert a.out == b.out
+    assert len(_file_digests(tmp_path / "local")) == 4
+    assert _file_digests(tmp_path / "dask") == _file_digests(tmp_path / "local")
