@@ -230,3 +230,115 @@ def test_torch_linear_matches_numpy_on_same_samples(optimizer, lr, gamma):
     b = rn.run_linear(z0, correct, N, steps, lr, counts_fn=counts_fn, **kw)
     assert np.abs(a - z0).max() > 0.1  # the trajectory really moved
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- the simulator, in distribution
+
+
+def _exact_metric_means(z0, correct, N, steps, update):
+    """E[Q_pos] and E[entropy] after each step, enumerating every sequence of group outcomes.
+
+    ``update(z, state, counts) -> (z, state)`` is one deterministic reference step.
+    """
+    comps = np.array(list(_compositions(N, z0.size)))
+    q = np.zeros(steps + 1)
+    h = np.zeros(steps + 1)
+
+    def visit(z, state, weight, t):
+        p = rn.softmax(z)
+        q[t] += weight * p[correct].sum()
+        h[t] += weight * -np.sum(p * np.log(p))
+        if t == steps:
+            return
+        for counts, w in zip(comps, multinomial.pmf(comps, N, p), strict=True):
+            z2, s2 = update(z, state, counts)
+            visit(z2, s2, weight * w, t + 1)
+
+    visit(np.asarray(z0, dtype=float), None, 1.0, 0)
+    return q, h
+
+
+def _sgd_logprob(lr, advantage, rc, rw, correct):
+    def update(z, state, counts):
+        grad = rn.logprob_gradient(rn.softmax(z), counts, correct, 0.0, advantage, rc, rw)
+        return z + lr * grad, None
+
+    return update
+
+
+def _adam(rule, lr, wd, gamma, correct):
+    grad_fn = rn.linear_gradient if rule == "linear" else rn.logprob_gradient
+
+    def update(z, state, counts):
+        state = rn.AdamState.zeros_like(z) if state is None else rn.AdamState(*vars(state).values())
+        grad = grad_fn(rn.softmax(z), counts, correct, gamma, "mean", 1.0, -1.0)
+        return rn.adam_update(z, grad, state, lr, weight_decay=wd), state
+
+    return update
+
+
+def _sim_means(cfg):
+    from fgrpo_theory.sim import simulate
+
+    df = simulate(cfg)
+    g = df.groupby("step")
+    n = g.size().to_numpy()
+    return (
+        g["q_pos"].mean().to_numpy(),
+        g["q_pos"].std().fillna(0).to_numpy() / np.sqrt(n),
+        g["entropy"].mean().to_numpy(),
+        g["entropy"].std().fillna(0).to_numpy() / np.sqrt(n),
+    )
+
+
+def _assert_within(mean, se, exact, k=4.5):
+    # step 0 is deterministic (se 0): equal up to rounding
+    assert np.all(np.abs(mean - exact) <= k * se + 1e-12), (mean, exact, se)
+
+
+@pytest.mark.parametrize("backend", ["dense", "sumtree"])
+def test_simulator_matches_reference_small_tabular(backend):
+    # the bench_sim_small setting (log-prob GRPO, population std, SGD), one step, 20,000 seeds,
+    # against the NumPy reference's exact one-step expectation over all 1,287 group outcomes
+    sim = pytest.importorskip("fgrpo_theory.sim")
+    K, N, lr = 6, 8, 0.5
+    z0 = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    correct = np.arange(K) < 2
+    cfg = sim.SimConfig(
+        K=K, logits="1.0x1,0.0x5", correct=2, N=N, steps=1, seeds=20_000, rule="logprob",
+        advantage="grpo", optimizer="sgd", lr=lr, r_correct=1.0, r_incorrect=0.0,
+        log_steps=(0, 1), backend=backend,
+    )  # fmt: skip
+    qm, qse, hm, hse = _sim_means(cfg)
+    q, h = _exact_metric_means(z0, correct, N, 1, _sgd_logprob(lr, "grpo", 1.0, 0.0, correct))
+    _assert_within(qm, qse, q)
+    _assert_within(hm, hse, h)
+    # power: twice the learning rate would be rejected
+    q2, _ = _exact_metric_means(z0, correct, N, 1, _sgd_logprob(2 * lr, "grpo", 1.0, 0.0, correct))
+    assert abs(qm[1] - q2[1]) > 10 * qse[1]
+
+
+@pytest.mark.parametrize(
+    "rule,optimizer,wd,gamma",
+    [("linear", "adamw", 0.01, 0.0), ("linear", "adamw", 0.0, 1.0), ("logprob", "adam", 0.0, 0.0)],
+)
+def test_simulator_matches_reference_adam_three_steps(rule, optimizer, wd, gamma):
+    # the paper-setting algorithm (mean-centred advantage, rewards +1/-1, Adam/AdamW) on K = 3,
+    # N = 3 for 3 steps: exact expectation over all 10^3 outcome sequences vs 20,000 seeds
+    sim = pytest.importorskip("fgrpo_theory.sim")
+    K, N, steps, lr = 3, 3, 3, 0.2
+    z0 = np.array([0.5, 0.0, 0.0])
+    correct = np.arange(K) < 1
+    cfg = sim.SimConfig(
+        K=K, logits="0.5x1,0.0x2", correct=1, N=N, steps=steps, seeds=20_000, rule=rule,
+        advantage="paper-sim", gamma=gamma, optimizer=optimizer, lr=lr, weight_decay=wd,
+        r_correct=1.0, r_incorrect=-1.0, log_steps=(0, 1, 2, 3),
+    )  # fmt: skip
+    qm, qse, hm, hse = _sim_means(cfg)
+    q, h = _exact_metric_means(z0, correct, N, steps, _adam(rule, lr, wd, gamma, correct))
+    _assert_within(qm, qse, q)
+    _assert_within(hm, hse, h)
+    # power: the other surrogate (linear <-> log-prob) would be rejected
+    other = "logprob" if rule == "linear" else "linear"
+    q_other, _ = _exact_metric_means(z0, correct, N, steps, _adam(other, lr, wd, gamma, correct))
+    assert abs(qm[steps] - q_other[steps]) > 10 * qse[steps]
