@@ -791,6 +791,11 @@ class OneStepResult:
         The two terms of dq_unsampled_correct_first_order.
     dq_sampled_correct_first_order, dq_sampled_correct_exact : float
         Change of the sampled correct mass P_pos.
+    dz : numpy.ndarray, shape (K,)
+        The rule's logit change.
+    probs : numpy.ndarray, shape (K,)
+        Probabilities before the update. Methods :meth:`dp_first_order` (P-18),
+        :meth:`dp_exact` and :meth:`subset_change` (P-19 and exact) use both.
     """
 
     rule: str
@@ -812,16 +817,44 @@ class OneStepResult:
     dq_sampled_correct_first_order: float
     dq_sampled_correct_exact: float
     dz: np.ndarray = field(repr=False, compare=False)
+    probs: np.ndarray = field(repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """Scalar fields and the statistics, flattened into one dict (``dz`` left out)."""
+        """Scalar fields and the statistics, flattened into one dict (arrays left out)."""
         d: dict[str, Any] = {}
         for f in fields(self):
             if f.name == "stats":
                 d.update(self.stats.as_dict())
-            elif f.name != "dz":
+            elif f.name not in ("dz", "probs"):
                 d[f.name] = getattr(self, f.name)
         return d
+
+    def dp_first_order(self) -> np.ndarray:
+        """First-order change of every probability (P-18), shape (K,)."""
+        return prob_change_first_order(self.probs, self.dz)
+
+    def dp_exact(self) -> np.ndarray:
+        """Exact change of every probability after the softmax is recomputed, shape (K,)."""
+        return exact_prob_change(self.probs, self.dz)
+
+    def subset_change(self, mask: Any) -> tuple[float, float]:
+        """First-order (P-19) and exact change of the mass of any subset of actions.
+
+        Parameters
+        ----------
+        mask : array_like of bool, shape (K,)
+
+        Returns
+        -------
+        first_order, exact : float
+        """
+        m = np.asarray(mask)
+        if m.dtype != bool or m.shape != self.probs.shape:
+            fail("mask", f"an array of {m.dtype} and shape {m.shape}", "a bool mask over actions")
+        return (
+            float(subset_change_first_order(self.probs, self.dz, m)),
+            float(exact_subset_change(self.probs, self.dz, m)),
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """One-row DataFrame of :meth:`as_dict`."""
@@ -892,6 +925,7 @@ def one_step(
         stats=GroupStatistics(**stats.as_dict()),
         first_order_source="P-17/P-10" if rule == "theory" else "P-19",
         dz=dz,
+        probs=p,
         **{
             k: scalars[k]
             for k in QUANTITIES

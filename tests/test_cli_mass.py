@@ -145,6 +145,7 @@ def test_logits_file_and_output(cli, tmp_path):
         (["--group", "0x2", "--N", "3"], "--N must be equal to the size of --group (2)"),
         (["--group", "0x0"], "--group must be ACTIONxCOUNT with COUNT >= 1; got '0x0'"),
         (["--n-correct", "2"], "--n-correct must be used only together with --logits"),
+        (["--method", "enumerate"], "--method must be used with at most 5000000 group outcomes"),
     ],
 )
 def test_bad_input_one_line_exit_2(cli, args, fragment):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -212,6 +213,7 @@ def mass_cmd(
     z, c, policy_text = _load_policy(correct, incorrect, logits, correct_mask, n_correct)
 
     seeds = np.random.SeedSequence(seed_v).spawn(2)
+
     if group is not None:
         grp = _parse_group(group, z.size)
         if N is not None and N != grp.N:
@@ -220,6 +222,15 @@ def mass_cmd(
     else:
         N = 8 if N is None else N
         grp = M.sample_group(z, N, seed=np.random.default_rng(seeds[0]))
+    if method is Method.enumerate:
+        log_count = math.lgamma(N + z.size) - math.lgamma(N + 1) - math.lgamma(z.size)
+        if log_count > math.log(M.MAX_ENUMERATION):
+            fail(
+                "--method",
+                "enumerate",
+                f"used with at most {M.MAX_ENUMERATION} group outcomes (K = {z.size}, N = {N} "
+                f"gives about 10^{log_count / math.log(10):.1f}); use auto or monte-carlo",
+            )
     kw = dict(rule=str(rule), r_correct=rc, r_incorrect=rw, gamma=gamma_v, convention=convention)
     res = M.one_step(z, c, grp, eta_v, **kw)
     exp = M.expected_change(
