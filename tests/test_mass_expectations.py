@@ -455,3 +455,18 @@ def test_logprob_drift_validation():
         M.expected_logprob_drift([0.0, 1.0], [True, True], 4)
     with pytest.raises(ValueError, match="^N must be >= 1; got 0"):
         M.expected_logprob_drift([0.0, 1.0], [True, False], 0)
+
+
+def test_lemma_h1_paper_policy_levels_against_dense_sum():
+    # The implementation merges equal logits; here the sum runs over all 128,000 actions.
+    z, c = paper_policy()
+    p = softmax(z)
+    mu = p[c].sum()
+    N = 64
+    k = np.array([0, 1, 8, 63, 64])
+    e_pos, e_neg = M.expected_sampled_mass_given_correct(z, c, N, k)
+    for i, kk in enumerate(k):
+        dense_pos = np.sum(p[c] * -np.expm1(kk * np.log1p(-p[c] / mu)))
+        dense_neg = np.sum(p[~c] * -np.expm1((N - kk) * np.log1p(-p[~c] / (1 - mu))))
+        assert e_pos[i] == pytest.approx(dense_pos, rel=1e-10, abs=1e-300)
+        assert e_neg[i] == pytest.approx(dense_neg, rel=1e-10, abs=1e-300)
