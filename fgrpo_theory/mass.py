@@ -1465,7 +1465,6 @@ def _monte_carlo(
     seed: Any,
 ) -> ExpectationResult:
     N = args[0]
-    K = z.size
     rng = np.random.default_rng(seed)
     lv = _levels(z, corr, p)
     L = lv.p.size
@@ -1505,7 +1504,6 @@ def _monte_carlo(
         v = np.concatenate(acc[name])
         mean[name] = float(np.mean(v))
         stderr[name] = float(np.std(v, ddof=1) / math.sqrt(v.size))
-    del K
     return ExpectationResult(
         method="monte-carlo", n_outcomes=None, n_samples=samples, mean=mean, stderr=stderr
     )
