@@ -277,15 +277,22 @@ class DaskExecutor(cf.Executor):
         distributed = require_distributed(self.spec, self.name)
         t0 = time.perf_counter()
         if self.spec.kind == "local-cluster":
-            self.cluster = distributed.LocalCluster(
-                n_workers=self.spec.n_workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=":0",  # a free port: never clash with another cluster
-                scheduler_port=0,
-                silence_logs=logging.ERROR,
-                scheduler_kwargs={"allowed_failures": max(self.retries, 1)},
-            )
+            try:
+                self.cluster = distributed.LocalCluster(
+                    n_workers=self.spec.n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",  # a free port: never clash with another cluster
+                    scheduler_port=0,
+                    silence_logs=logging.ERROR,
+                    scheduler_kwargs={"allowed_failures": max(self.retries, 1)},
+                )
+            except RuntimeError as e:
+                raise RuntimeError(
+                    f"could not start the worker processes of {self.spec.text!r} ({e}); a script "
+                    'that starts a LocalCluster must do so under `if __name__ == "__main__":` '
+                    "(workers are spawned processes that import the script)"
+                ) from e
             try:
                 self.client = distributed.Client(self.cluster)
             except BaseException:
@@ -522,9 +529,15 @@ def run_sweep_distributed(
     >>> df = run_sweep_distributed(sweep, "results/", "local-cluster:2")  # doctest: +SKIP
     """
     from .sim import expand_grid, run_sweep
+    from .sim.sweep import result_path
 
     spec = _as_spec(scheduler, "--scheduler")
     configs = expand_grid(sweep_or_configs)  # validate before starting any cluster
+    if spec.kind != "local":
+        require_distributed(spec)
+        if out_dir is not None and resume:
+            if all(result_path(out_dir, c, fmt).is_file() for c in configs):
+                spec = parse_scheduler("local")  # nothing to run: no cluster to start
     with sweep_executor(
         spec,
         threads_per_task=1 if threads_per_task is None else threads_per_task,

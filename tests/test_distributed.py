@@ -369,14 +369,21 @@ def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run,
 
 
 @needs_dask
-def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path):
+def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path, monkeypatch):
     ref, ref_dir = local_run
     df = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:1")
     pd.testing.assert_frame_equal(df, ref, check_exact=True)
     assert _file_digests(tmp_path) == _file_digests(ref_dir)
-    # resuming runs nothing: every file is on disk, so no cluster work is needed
-    again = run_sweep_distributed(SWEEP, tmp_path, "local")
+
+    def no_cluster(self):
+        raise AssertionError("a cluster was started although every result is on disk")
+
+    # resuming with every file on disk reads them and starts no cluster at all
+    monkeypatch.setattr(DaskExecutor, "start", no_cluster)
+    again = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:2")
     pd.testing.assert_frame_equal(again, ref, check_exact=True)
+    with pytest.raises(AssertionError, match="a cluster was started"):  # the patch is effective
+        run_sweep_distributed(SWEEP, tmp_path, "local-cluster:2", resume=False)
 
 
 # -- the CLI (``simulate --scheduler``; the option itself lives in SIM's cli/simulate.py) --------
