@@ -100,7 +100,7 @@ def reference_run(cfg: SimConfig, z0, correct, run: int, sampler: str):
         for u in range(cfg.inner_updates):
             r_real = _softmax(z)[a] / p_old if u > 0 else np.ones(N)
 
-            def J(zc, r_real=r_real):
+            def J(zc, r_real=r_real, a=a, A=A, p_old=p_old):
                 pc = _softmax(zc)[a]
                 tot = 0.0
                 for j in range(N):

@@ -14,7 +14,7 @@ from numba import njit
 __all__ = ["tree_build", "tree_set", "tree_find"]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def tree_build(z, tree, P):
     """Fill leaves with ``exp(z - max z)`` and all parents; return the shift ``max z``."""
     K = z.shape[0]
@@ -31,7 +31,7 @@ def tree_build(z, tree, P):
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def tree_set(tree, P, k, w):
     """Set leaf ``k`` to ``w`` and recompute its ancestors."""
     j = P + k
@@ -42,7 +42,7 @@ def tree_set(tree, P, k, w):
         j >>= 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def tree_find(tree, P, t):
     """First leaf whose prefix sum exceeds ``t`` (the inverse CDF), for ``0 <= t < tree[1]``.
 
