@@ -70,3 +70,13 @@ def test_console_script_has_no_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("Error:")
+
+
+def test_table_cells_are_not_read_as_rich_markup(capsys):
+    import pandas as pd
+
+    from fgrpo_theory.cli._common import emit
+
+    emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), title="[bold]x")
+    out = capsys.readouterr().out
+    assert "E[dq_pos]" in out and "[bold]x" in out

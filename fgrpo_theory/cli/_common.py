@@ -152,18 +152,19 @@ def _to_json(df: pd.DataFrame) -> str:
 
 def _render_table(df: pd.DataFrame, title: str | None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=escape(title) if title else None, show_lines=False)
     for col in df.columns:
-        table.add_column(str(col), justify="right")
+        table.add_column(escape(str(col)), justify="right")
     for row in df.itertuples(index=False):
         cells = []
         for v in row:
             if isinstance(v, float | np.floating):
                 cells.append(f"{float(v):.6g}")
             else:
-                cells.append(str(v))
+                cells.append(escape(str(v)))
         table.add_row(*cells)
     Console(width=max(100, 14 * len(df.columns))).print(table)
 
