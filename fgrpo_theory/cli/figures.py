@@ -89,7 +89,7 @@ def figures_cmd(
     out_dir = out if out is not None else (FAST_OUT if fast else Path("figures"))
     if out_dir.exists() and not out_dir.is_dir():
         fail("--out", str(out_dir), "a folder")
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     t_all = time.perf_counter()
     for i, n in enumerate(selected, 1):
         with console.status(f"[{i}/{len(selected)}] {n} ..."):
