@@ -180,6 +180,13 @@ def _run_task(fn: Callable[..., Any], threads: int | None, args: tuple, kwargs: 
     return fn(*args, **kwargs)
 
 
+def _package_version() -> str:
+    """Run on every worker when connecting: the fgrpo-theory version it imports."""
+    from . import __version__
+
+    return __version__
+
+
 def _task_key(fn: Callable[..., Any], label: str | None) -> str:
     import uuid
 
@@ -320,17 +327,54 @@ class DaskExecutor(cf.Executor):
             try:  # a scheduler without workers would leave every task pending forever
                 self.client.wait_for_workers(1, timeout=self.connect_timeout)
             except (OSError, TimeoutError):
-                self.client.close()
-                self.client = None
+                self.close_client()
                 fail(
                     self.name,
                     self.spec.text,
                     f"a Dask scheduler with at least one worker (none joined within "
                     f"{format_value(self.connect_timeout)} s)",
                 )
+            self._check_worker_versions()
         self.startup_seconds = time.perf_counter() - t0
         self._executor = self.client.get_executor(retries=self.retries, pure=False)
         return self
+
+    def _check_worker_versions(self) -> None:
+        """Refuse workers that cannot import this package or run another version of it.
+
+        Configuration hashes include the package version, so mixed versions would file results
+        under names that do not match their contents.
+        """
+        from . import __version__
+
+        assert self.client is not None
+        try:
+            versions = self.client.run(_package_version)
+        except Exception as e:
+            self.close_client()
+            fail(
+                self.name,
+                self.spec.text,
+                f"a cluster whose workers can import fgrpo_theory ({type(e).__name__} on a "
+                "worker: install fgrpo-theory in the workers' environment)",
+            )
+        bad = sorted({v for v in versions.values() if v != __version__})
+        if bad:
+            self.close_client()
+            fail(
+                self.name,
+                self.spec.text,
+                f"a cluster whose workers run fgrpo-theory {__version__} like this client "
+                f"(workers run {', '.join(bad)})",
+            )
+
+    def close_client(self) -> None:
+        """Close the client (not a cluster it did not start)."""
+        if self.client is not None:
+            try:
+                self.client.close()
+            finally:
+                self.client = None
 
     def __enter__(self) -> DaskExecutor:
         return self.start()
@@ -345,11 +389,7 @@ class DaskExecutor(cf.Executor):
                 self._executor.shutdown(wait=wait and not cancel_futures)
             finally:
                 self._executor = None
-        if self.client is not None:
-            try:
-                self.client.close()
-            finally:
-                self.client = None
+        self.close_client()
         if self.cluster is not None:
             try:
                 self.cluster.close()

@@ -269,6 +269,23 @@ def test_tcp_address_of_a_running_scheduler(cluster, local_run, tmp_path):
 
 
 @needs_dask
+def test_workers_with_another_package_version_are_refused(cluster, monkeypatch):
+    import fgrpo_theory
+
+    address = cluster.cluster.scheduler_address
+    real = fgrpo_theory.__version__  # what the worker processes import
+    monkeypatch.setattr(fgrpo_theory, "__version__", "0.0.0-client")  # this process only
+    with pytest.raises(ValueError) as e:
+        with DaskExecutor(address):
+            pass
+    assert str(e.value) == (
+        "--scheduler must be a cluster whose workers run fgrpo-theory 0.0.0-client like this "
+        f"client (workers run {real}); got '{address}'"
+    )
+    assert cluster.n_workers == 2
+
+
+@needs_dask
 def test_scheduler_without_workers_fails_fast():
     from distributed import LocalCluster
 
@@ -294,6 +311,19 @@ def test_tasks_use_one_numba_thread_and_cached_kernels(cluster, local_run):
     # the kernels were compiled (and cached on disk) by the reference run; workers load them
     assert all(v["cache_misses"] == 0 for v in views), views
     assert len({v["pid"] for v in views}) <= 2
+
+
+@needs_dask
+def test_executor_api_submit_and_map_unordered(cluster):
+    import concurrent.futures as cf
+
+    futures = [cluster.submit(pow, 3, k, mod=1000) for k in range(6)]
+    assert all(isinstance(f, cf.Future) for f in futures)
+    assert [f.result() for f in futures] == [1, 3, 9, 27, 81, 243]
+    got = dict(cluster.map_unordered(abs, [-5, 7, -9]))
+    assert got == {0: 5, 1: 7, 2: 9}
+    with pytest.raises(ZeroDivisionError):  # a task error reaches the caller (after retries)
+        cluster.submit(divmod, 1, 0).result()
 
 
 @needs_dask
