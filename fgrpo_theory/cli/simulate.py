@@ -133,7 +133,7 @@ def simulate_cmd(
     from ..sim.sweep import write_atomic
 
     show = _est_seconds(cfgs) > 3.0
-    if len(cfgs) == 1 and out is None or (len(cfgs) == 1 and out is not None):
+    if len(cfgs) == 1:
         cfg = cfgs[0]
         if show:
             from rich.progress import Progress
