@@ -1,6 +1,6 @@
 """Overhead of running a simulator sweep on a Dask LocalCluster, against local runs.
 
-The same 16-configuration sweep (the paper's Fig. 2 policy, K = 128,000 actions, Adam, 1,000
+The same 16-configuration sweep (the paper's Fig. 2 policy, K = 128,000 actions, Adam, 2,000
 steps: about a second per configuration) runs three ways, one Numba thread per task in all:
 
 * ``sequential``: locally, one configuration after another (the reference results);
@@ -19,7 +19,7 @@ bandwidth, other processes). The load average is printed before and after: on a 
 other processes inflate every parallel wall time. All runs must give identical DataFrames and
 identical Parquet files; the script checks it.
 
-Usage: ``python benchmarks/bench_dask_overhead.py [--workers 2] [--steps 1000] [--repeat 1]``
+Usage: ``python benchmarks/bench_dask_overhead.py [--workers 2] [--steps 2000] [--repeat 1]``
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class _Timing:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each; the best is kept")
     args = ap.parse_args()
 
