@@ -67,11 +67,11 @@ def _draw_regimes(ax, bands: list[tuple[str, float, float]]) -> None:
         ax.axvspan(lo, hi, color=shades[label], zorder=0, lw=0)
         ax.text(
             np.sqrt(lo * hi),
-            1.02,
+            0.995,
             label,
             transform=ax.get_xaxis_transform(),
             ha="center",
-            va="bottom",
+            va="top",
             fontsize=7,
             weight="bold",
         )
@@ -137,8 +137,8 @@ def plot_fig2(df: pd.DataFrame, params: Fig2Params, title: str) -> Figure:
     ax.set_xscale("log")
     ax.set_xlabel("group size N")
     ax.set_ylabel("value at the last step")
-    ax.set_ylim(-0.02, 1.08)
-    ax.set_title("(c) final values against N", pad=10)
+    ax.set_ylim(-0.02, 1.12)
+    ax.set_title("(c) final values against N (regimes I, II, III)")
     ax.legend(loc="lower left", fontsize=6)
     for a in axes[:2]:
         a.set_ylim(-0.02, 1.02)
