@@ -194,13 +194,25 @@ def _task_key(fn: Callable[..., Any], label: str | None) -> str:
     return f"{base}-{label}-{uuid.uuid4().hex[:8]}" if label else f"{base}-{uuid.uuid4().hex}"
 
 
-def _in_order(futures: list[cf.Future]) -> Iterator[Any]:
+def _in_order(futures: list[cf.Future], progress: bool = False) -> Iterator[Any]:
+    bar = None
+    if progress and futures:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        bar = Progress(console=Console(stderr=True), transient=True)
+        task = bar.add_task(f"{len(futures)} tasks on the cluster", total=len(futures))
+        for fut in futures:  # Progress is thread-safe; callbacks run in the client's threads
+            fut.add_done_callback(lambda _f: bar.advance(task))
+        bar.start()
     try:
         for fut in futures:
             yield fut.result()
     finally:
         for fut in futures:
             fut.cancel()
+        if bar is not None:
+            bar.stop()
 
 
 def _label(item: Any) -> str | None:
@@ -275,6 +287,8 @@ class DaskExecutor(cf.Executor):
         self._executor: cf.Executor | None = None
         #: Number of tasks submitted so far (each configuration is one task).
         self.tasks_submitted = 0
+        #: Show a progress bar (on stderr) while :meth:`__call__` waits for a sweep's tasks.
+        self.progress = False
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> DaskExecutor:
@@ -441,7 +455,7 @@ class DaskExecutor(cf.Executor):
         retries re-raises here; the remaining tasks are then cancelled.
         """
         futures = [self.submit_labeled(_label(item), fn, item) for item in items]
-        return _in_order(futures)
+        return _in_order(futures, self.progress)
 
     def map_unordered(
         self, fn: Callable[[Any], Any], items: Iterable[Any]
@@ -553,7 +567,7 @@ def run_sweep_distributed(
     connect_timeout : float
         Seconds to wait for a ``tcp://`` scheduler.
     progress : bool
-        Progress bar (local execution only).
+        Show a progress bar on stderr (tasks completed, on a cluster).
     fmt : {"parquet", "csv"}
         File format in ``out_dir``.
 
@@ -564,7 +578,6 @@ def run_sweep_distributed(
 
     Examples
     --------
-    >>> from fgrpo_theory.sim import SimConfig
     >>> sweep = {"K": 6, "N": [4, 8], "gamma": [0.0, 1.0], "steps": 50, "seeds": 4}
     >>> df = run_sweep_distributed(sweep, "results/", "local-cluster:2")  # doctest: +SKIP
     """
@@ -584,6 +597,8 @@ def run_sweep_distributed(
         retries=retries,
         connect_timeout=connect_timeout,
     ) as ex:
+        if ex is not None:
+            ex.progress = progress
         return run_sweep(
             configs,
             out_dir,

@@ -401,7 +401,7 @@ def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run,
 @needs_dask
 def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path, monkeypatch):
     ref, ref_dir = local_run
-    df = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:1")
+    df = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:1", progress=True)
     pd.testing.assert_frame_equal(df, ref, check_exact=True)
     assert _file_digests(tmp_path) == _file_digests(ref_dir)
 
