@@ -20,6 +20,9 @@ from pathlib import Path
 __all__ = [
     "REPO",
     "Row",
+    "Timing",
+    "measure",
+    "measure_many",
     "best_of",
     "header",
     "print_table",
@@ -47,23 +50,55 @@ def load_module(name: str):
     return mod
 
 
-def best_of(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> float:
-    """Return the smallest wall time (seconds) of ``repeats`` calls of ``fn``.
+@dataclass
+class Timing:
+    """Best (smallest) wall-clock and process CPU time of repeated calls, in seconds.
 
-    If ``min_time`` is positive, keep repeating (beyond ``repeats``) until the total measured time
-    exceeds it, so that very short calls are timed often enough to see through scheduler noise.
+    On a shared machine the wall time of a single-threaded call includes the time the process
+    waited for a core; its CPU time does not, so ``cpu`` is the per-core cost of one thread.
+    For multi-threaded calls only ``wall`` is meaningful.
     """
-    best = float("inf")
-    total = 0.0
+
+    wall: float
+    cpu: float
+
+    def __truediv__(self, k: float) -> Timing:
+        return Timing(self.wall / k, self.cpu / k)
+
+
+def measure_many(
+    fns: list[Callable[[], object]], repeats: int = 5, min_time: float = 0.0
+) -> list[Timing]:
+    """Time several functions INTERLEAVED (f1, f2, ..., f1, f2, ...), best of ``repeats`` each.
+
+    Interleaving exposes every function to the same background load, so their ratio is fairer
+    than timing one after the other. ``min_time`` extends the repeats until each function has
+    run at least that long in total.
+    """
+    best = [Timing(float("inf"), float("inf")) for _ in fns]
+    total = [0.0 for _ in fns]
     count = 0
-    while count < repeats or total < min_time:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best = min(best, dt)
-        total += dt
+    while count < repeats or min(total) < min_time:
+        for i, fn in enumerate(fns):
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            dc = time.process_time() - c0
+            best[i] = Timing(min(best[i].wall, dt), min(best[i].cpu, dc))
+            total[i] += dt
         count += 1
     return best
+
+
+def measure(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> Timing:
+    """Best wall and CPU time of ``repeats`` calls of ``fn`` (see :func:`measure_many`)."""
+    return measure_many([fn], repeats, min_time)[0]
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> float:
+    """Smallest wall time (seconds) of ``repeats`` calls of ``fn``."""
+    return measure(fn, repeats, min_time).wall
 
 
 def fmt_time(seconds: float) -> str:
@@ -89,10 +124,29 @@ def header(title: str) -> None:
     import numpy as np
 
     print(f"# {title}")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
         f"# python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__},"
         f" {os.cpu_count()} logical cores, {platform.machine()}; shared machine: best of repeats"
     )
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, load average {load}")
+    print(f"# code: {_git_state()}")
+
+
+def _git_state() -> str:
+    """Commit of the checkout and whether the simulator's files differ from it."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            res = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+        except OSError:
+            return ""
+        return res.stdout.strip() if res.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown commit"
+    dirty = git("status", "--porcelain", "--", "fgrpo_theory/sim")
+    return f"{commit}" + (" + uncommitted changes in fgrpo_theory/sim" if dirty else "")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _common import Row, best_of, fmt_rate, header, load_module, print_table
+from _common import Row, fmt_rate, header, load_module, measure_many, print_table
 
 K, N, SEEDS = 6, 8, 2_000
 STEPS_SIM = 2_000  # 4 M seed-steps per timed call
@@ -23,9 +23,10 @@ STEPS_REF = 100  # 0.2 M seed-steps per timed call
 LR = 0.1
 LOGITS = "1.0x1,0.0x5"  # action 0 at logit 1, the rest 0; actions 0 and 1 correct (mu ~ 0.48)
 CORRECT = 2
+REPEATS = 5
 
 
-def sim_config(steps: int):
+def sim_config(steps: int, backend: str = "auto"):
     from fgrpo_theory.sim import SimConfig
 
     return SimConfig(
@@ -44,7 +45,7 @@ def sim_config(steps: int):
         r_correct=1.0,
         r_incorrect=0.0,
         log_steps=(0, steps),
-        backend="dense",
+        backend=backend,
     )
 
 
@@ -56,59 +57,71 @@ def main() -> int:
     rt = load_module("reference_torch")
 
     cfg = sim_config(STEPS_SIM)
+    cfg_tree = sim_config(STEPS_SIM, "sumtree")
     simulate(sim_config(2), threads=1)  # compile / load the cache outside the timing
-    t1 = best_of(lambda: simulate(cfg, threads=1), repeats=5)
-    t2 = best_of(lambda: simulate(cfg, threads=2), repeats=5)
-    rate1 = SEEDS * STEPS_SIM / t1
-    rate2 = SEEDS * STEPS_SIM / t2
-
+    simulate(sim_config(2, "sumtree"), threads=1)
     z0 = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     correct = np.arange(K) < CORRECT
-    t_np = best_of(
+    fns = [
+        lambda: simulate(cfg, threads=1),
+        lambda: simulate(cfg_tree, threads=1),
         lambda: rn.run_tabular_logprob(z0, correct, N, STEPS_REF, SEEDS, LR, advantage="grpo"),
-        repeats=5,
-    )
-    rate_np = SEEDS * STEPS_REF / t_np
-
-    rows = [
-        Row("numpy reference (vectorized over seeds)", fmt_rate(rate_np, "seed-steps")),
-        Row(
-            "simulator, 1 thread (per core)",
-            fmt_rate(rate1, "seed-steps"),
-            ">= 20 M/s",
-            f"{rate1 / rate_np:.1f}x numpy (target >= 6x)",
-            rate1 >= 20e6 and rate1 / rate_np >= 6.0,
-        ),
-        Row(
-            "simulator, 2 threads (total)",
-            fmt_rate(rate2, "seed-steps"),
-            "",
-            f"{rate2 / rate_np:.1f}x numpy; {rate2 / rate1:.2f}x 1 thread",
-        ),
-        Row("simulator, 2 threads (per core)", fmt_rate(rate2 / 2, "seed-steps"), ">= 20 M/s", "",
-            rate2 / 2 >= 20e6),
-    ]  # fmt: skip
+    ]
     if rt.AVAILABLE:
         import torch
 
         torch.set_num_threads(1)
-        t_pt = best_of(
-            lambda: rt.run_tabular_logprob(z0, correct, N, STEPS_REF // 2, SEEDS, LR), repeats=3
-        )
-        rate_pt = SEEDS * (STEPS_REF // 2) / t_pt
+        fns.append(lambda: rt.run_tabular_logprob(z0, correct, N, STEPS_REF // 2, SEEDS, LR))
+    else:
+        print("# pytorch row skipped: torch is not installed")
+    times = measure_many(fns, repeats=REPEATS)
+    t2 = measure_many(
+        [lambda: simulate(cfg, threads=2), lambda: simulate(cfg_tree, threads=2)], REPEATS
+    )
+    work_sim = SEEDS * STEPS_SIM
+    work_ref = SEEDS * STEPS_REF
+    cpu_np, wall_np = work_ref / times[2].cpu, work_ref / times[2].wall
+
+    def both(cpu: float, wall: float) -> str:
+        return f"{fmt_rate(cpu, 'seed-steps')} (wall {fmt_rate(wall, '')})"
+
+    rows = [Row("numpy reference (vectorized over seeds)", both(cpu_np, wall_np))]
+    labels = ('backend "auto" (= dense at K=6)', 'backend "sumtree" (sampled logits only)')
+    for label, t1, tt in zip(labels, times[:2], t2, strict=True):
+        cpu1, wall1 = work_sim / t1.cpu, work_sim / t1.wall
+        rate2 = work_sim / tt.wall
+        rows += [
+            Row(
+                f"simulator {label}, 1 thread",
+                both(cpu1, wall1),
+                ">= 20 M/s",
+                f"{cpu1 / cpu_np:.1f}x numpy (target >= 6x)",
+                cpu1 >= 20e6 and cpu1 / cpu_np >= 6.0,
+            ),
+            Row(
+                "  same, 2 threads (total, wall)",
+                fmt_rate(rate2, "seed-steps"),
+                "",
+                f"{rate2 / wall_np:.1f}x numpy wall; {rate2 / wall1:.2f}x 1 thread wall",
+            ),
+            Row("  same, 2 threads (per core, wall)", fmt_rate(rate2 / 2, "seed-steps"),
+                ">= 20 M/s", "", rate2 / 2 >= 20e6),
+        ]  # fmt: skip
+    if rt.AVAILABLE:
+        work_pt = SEEDS * (STEPS_REF // 2)
+        t_pt = times[3]
         rows.append(
             Row(
                 "pytorch, batched over seeds (1 thread)",
-                fmt_rate(rate_pt, "seed-steps"),
+                both(work_pt / t_pt.cpu, work_pt / t_pt.wall),
                 "",
-                f"simulator 1 thread = {rate1 / rate_pt:.1f}x",
+                f"auto simulator 1 thread = {work_sim / times[0].cpu / (work_pt / t_pt.cpu):.1f}x",
             )
         )
-    else:
-        print("# pytorch row skipped: torch is not installed")
     print(
-        f"# timed: simulate() end to end, {SEEDS} seeds x {STEPS_SIM} steps (best of 5); numpy "
-        f"{SEEDS} x {STEPS_REF} steps (best of 5)"
+        f"# timed: simulate() end to end, {SEEDS} seeds x {STEPS_SIM} steps; numpy {SEEDS} x "
+        f"{STEPS_REF} steps; interleaved, best of {REPEATS}. 1-thread rates use process CPU time "
+        "(wall-clock in parentheses); 2-thread rates use wall time"
     )
     print_table(rows)
     return 0
