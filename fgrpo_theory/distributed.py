@@ -23,6 +23,12 @@ configuration's result arrives at the client at most once, and its file is writt
 rename, so a retry can never duplicate rows. Configurations whose files already exist are skipped
 when resuming.
 
+Cores: every task limits its own Numba thread count (default one thread per task: Dask supplies
+the parallelism, one task per worker thread), so workers never oversubscribe their cores. Each
+worker process compiles the kernels at most once and usually just loads them from Numba's on-disk
+cache. A script that starts a ``local-cluster`` must do so under ``if __name__ == "__main__":``
+(the workers are spawned processes that import the script).
+
 Dask is imported lazily: ``import fgrpo_theory.distributed`` works without it, and choosing a
 non-local scheduler without ``dask[distributed]`` installed raises :class:`ValueError` telling the
 user to ``pip install "fgrpo-theory[dask]"``.
@@ -67,8 +73,6 @@ _LOCAL_CLUSTER = re.compile(r"^local-cluster(?::(.*))?$")
 _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
 _SCHEDULER_FORMS = "'local', 'local-cluster:N' or 'tcp://host:port'"
-
-log = logging.getLogger(__name__)
 
 
 class SchedulerSpec(NamedTuple):
@@ -147,6 +151,18 @@ def _as_spec(scheduler: str | SchedulerSpec, name: str) -> SchedulerSpec:
 def require_distributed(spec: SchedulerSpec | str, name: str = "--scheduler") -> Any:
     """Import and return the ``distributed`` module, or explain how to install it.
 
+    Parameters
+    ----------
+    spec : SchedulerSpec or str
+        The scheduler that needs Dask (quoted in the error message).
+    name : str
+        Parameter name used in the error message.
+
+    Returns
+    -------
+    module
+        :mod:`distributed`.
+
     Raises
     ------
     ValueError
@@ -164,8 +180,17 @@ def require_distributed(spec: SchedulerSpec | str, name: str = "--scheduler") ->
 def limit_numba_threads(n: int | None) -> int:
     """Limit the calling thread's Numba parallel thread count to ``n`` (capped at the pool size).
 
-    Numba's thread count is thread-local, so each Dask worker thread limits its own tasks. Returns
-    the count in effect. ``None`` leaves the setting unchanged.
+    Numba's thread count is thread-local, so each Dask worker thread limits its own tasks.
+
+    Parameters
+    ----------
+    n : int or None
+        Threads for parallel Numba kernels called from this thread; ``None`` changes nothing.
+
+    Returns
+    -------
+    int
+        The count in effect.
     """
     import numba
 
