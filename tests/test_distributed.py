@@ -49,13 +49,15 @@ SWEEP = {
     "lr": 0.05,
     "log_every": 10,
 }
-N_CONFIGS = 8
+N_CONFIGS = 9
 
 
 def _configs():
-    from fgrpo_theory.sim import expand_grid
+    """The grid above plus one sum-tree (SGD, log-prob, K >= 16384) configuration."""
+    from fgrpo_theory.sim import SimConfig, expand_grid
 
-    return expand_grid(SWEEP)
+    tree = SimConfig(K=20_000, N=64, steps=40, seeds=3, lr=0.5, log_every=10, backend="sumtree")
+    return expand_grid(SWEEP) + [tree]
 
 
 def _file_digests(folder: Path) -> dict[str, str]:
@@ -126,7 +128,7 @@ def local_run(tmp_path_factory):
     from fgrpo_theory.sim import run_sweep
 
     out = tmp_path_factory.mktemp("local")
-    df = run_sweep(SWEEP, out, threads=2, progress=False)
+    df = run_sweep(_configs(), out, threads=2, progress=False)
     return df, out
 
 
@@ -243,9 +245,10 @@ def test_cluster_sweep_equals_local_run_bit_for_bit(cluster, local_run, tmp_path
 
     ref, ref_dir = local_run
     before = cluster.tasks_submitted
-    df = run_sweep(SWEEP, tmp_path, executor=cluster, progress=False)
+    df = run_sweep(_configs(), tmp_path, executor=cluster, progress=False)
     assert cluster.tasks_submitted - before == N_CONFIGS  # one task per configuration
     assert len(ref) > 0 and ref["config_hash"].nunique() == N_CONFIGS
+    assert set(ref["backend"]) == {"dense", "sumtree"}
     pd.testing.assert_frame_equal(df, ref, check_exact=True)  # same order, too
     pd.testing.assert_frame_equal(_sorted(df), _sorted(ref), check_exact=True)
     assert _file_digests(tmp_path) == _file_digests(ref_dir)
@@ -262,7 +265,7 @@ def test_tcp_address_of_a_running_scheduler(cluster, local_run, tmp_path):
     assert address.startswith("tcp://")
     with sweep_executor(address) as ex:
         assert ex.cluster is None and ex.n_workers == 2
-        df = run_sweep(SWEEP, tmp_path, executor=ex, progress=False)
+        df = run_sweep(_configs(), tmp_path, executor=ex, progress=False)
     pd.testing.assert_frame_equal(df, ref, check_exact=True)
     assert _file_digests(tmp_path) == _file_digests(ref_dir)
     assert cluster.n_workers == 2  # closing a connected client leaves the cluster running
@@ -339,7 +342,7 @@ def test_killed_worker_is_retried_without_duplicates(cluster, local_run, tmp_pat
     def killing(fn, cfgs):
         return cluster(functools.partial(_die_once, fn, str(markers), victim), cfgs)
 
-    df = run_sweep(SWEEP, out, executor=killing, progress=False)
+    df = run_sweep(_configs(), out, executor=killing, progress=False)
     died = markers / f"{victim}.died"
     assert died.exists()  # the first attempt really ran and killed its worker process
     assert int(died.read_text()) != os.getpid()
@@ -366,7 +369,7 @@ def test_failed_task_is_retried(cluster, local_run, tmp_path):
     def flaky(fn, cfgs):
         return cluster(functools.partial(_raise_once, fn, str(markers), victim), cfgs)
 
-    df = run_sweep(SWEEP, tmp_path / "out", executor=flaky, progress=False)
+    df = run_sweep(_configs(), tmp_path / "out", executor=flaky, progress=False)
     assert (markers / f"{victim}.raised").exists()
     pd.testing.assert_frame_equal(df, ref, check_exact=True)
     assert _file_digests(tmp_path / "out") == _file_digests(ref_dir)
@@ -383,13 +386,13 @@ def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run,
         return cluster(functools.partial(_always_raise, fn, victim), cfgs)
 
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_sweep(SWEEP, tmp_path, executor=crashing, progress=False)
+        run_sweep(_configs(), tmp_path, executor=crashing, progress=False)
     done = {p.name: p.stat() for p in tmp_path.iterdir()}
     assert len(done) == N_CONFIGS - 1 and f"{victim}.parquet" not in done
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary leftovers
 
     before = cluster.tasks_submitted
-    df = run_sweep(SWEEP, tmp_path, executor=cluster, progress=False)
+    df = run_sweep(_configs(), tmp_path, executor=cluster, progress=False)
     assert cluster.tasks_submitted - before == 1  # only the missing configuration ran
     for name, st in done.items():  # finished files were read, not rewritten
         now = (tmp_path / name).stat()
@@ -401,7 +404,7 @@ def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run,
 @needs_dask
 def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path, monkeypatch):
     ref, ref_dir = local_run
-    df = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:1", progress=True)
+    df = run_sweep_distributed(_configs(), tmp_path, "local-cluster:1", progress=True)
     pd.testing.assert_frame_equal(df, ref, check_exact=True)
     assert _file_digests(tmp_path) == _file_digests(ref_dir)
 
@@ -410,10 +413,10 @@ def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path
 
     # resuming with every file on disk reads them and starts no cluster at all
     monkeypatch.setattr(DaskExecutor, "start", no_cluster)
-    again = run_sweep_distributed(SWEEP, tmp_path, "local-cluster:2")
+    again = run_sweep_distributed(_configs(), tmp_path, "local-cluster:2")
     pd.testing.assert_frame_equal(again, ref, check_exact=True)
     with pytest.raises(AssertionError, match="a cluster was started"):  # the patch is effective
-        run_sweep_distributed(SWEEP, tmp_path, "local-cluster:2", resume=False)
+        run_sweep_distributed(_configs(), tmp_path, "local-cluster:2", resume=False)
 
 
 # -- the CLI (``simulate --scheduler``; the option itself lives in SIM's cli/simulate.py) --------
