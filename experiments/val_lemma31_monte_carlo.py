@@ -111,7 +111,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     footnote(
         fig,
         f"Lemma 3.1 of {PAPER} against Monte Carlo: {reps:,} groups per point (multinomial draws "
-        f"over E, C\\E and the incorrect set; fixed seeds). {n_out} of {len(df)} points have "
+        "over E, C\\E and the incorrect set; fixed seeds; most 95 % error bars are smaller "
+        f"than the markers). {n_out} of {len(df)} points have "
         f"|z| > 1.96 (about {0.05 * len(df):.0f} expected by chance); max |z| = {top_lim:.2f}.",
         width=160,
     )
