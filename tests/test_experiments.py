@@ -290,6 +290,7 @@ def test_fig2_sgd_vs_adam_fast():
 # ------------------------------------------------------------------- files and reproducibility
 
 
+@pytest.mark.slow
 def test_every_experiment_draws_in_fast_mode(tmp_path):
     """Each figure is produced (PNG and PDF, non-empty) from its fast-mode table."""
     fast_only = {"fig2_simulation", "fig2_linear_adamw", "fig2_sgd_vs_adam"}
