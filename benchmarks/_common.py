@@ -9,6 +9,7 @@ the reference and whether the target was met. Targets are reported, never assert
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import sys
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "REPO",
@@ -23,12 +25,14 @@ __all__ = [
     "Timing",
     "measure",
     "measure_many",
+    "RefWorker",
     "best_of",
     "header",
     "print_table",
     "load_module",
     "fmt_time",
     "fmt_rate",
+    "parallel_headroom",
 ]
 
 #: Repository root (the parent of ``benchmarks/``).
@@ -37,8 +41,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 def load_module(name: str):
     """Import ``benchmarks/<name>.py`` by path (``benchmarks/`` is not a package)."""
-    import importlib.util
-
     path = Path(__file__).resolve().parent / f"{name}.py"
     mod_name = f"_fgrpo_bench_{name}"
     if mod_name in sys.modules:
@@ -73,7 +75,8 @@ def measure_many(
 
     Interleaving exposes every function to the same background load, so their ratio is fairer
     than timing one after the other. ``min_time`` extends the repeats until each function has
-    run at least that long in total.
+    run at least that long in total. A function may return a :class:`Timing` (a call timed in
+    a :class:`RefWorker`); that timing is used instead of the local clock.
     """
     best = [Timing(float("inf"), float("inf")) for _ in fns]
     total = [0.0 for _ in fns]
@@ -82,13 +85,63 @@ def measure_many(
         for i, fn in enumerate(fns):
             c0 = time.process_time()
             t0 = time.perf_counter()
-            fn()
+            res = fn()
             dt = time.perf_counter() - t0
             dc = time.process_time() - c0
+            if isinstance(res, Timing):  # measured elsewhere (a RefWorker subprocess)
+                dt, dc = res.wall, res.cpu
             best[i] = Timing(min(best[i].wall, dt), min(best[i].cpu, dc))
             total[i] += dt
         count += 1
     return best
+
+
+def _worker_init(torch_threads: int) -> None:
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(torch_threads)
+
+
+def _worker_call(module: str, func: str, args: tuple, kwargs: dict) -> Timing:
+    fn = getattr(load_module(module), func)
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    fn(*args, **kwargs)
+    return Timing(time.perf_counter() - t0, time.process_time() - c0)
+
+
+class RefWorker:
+    """A clean subprocess that times reference implementations (NumPy, PyTorch).
+
+    The simulator's Numba kernels run on an OpenMP thread pool whose threads keep spinning after a
+    parallel region; measured in the same process, PyTorch (with its own OpenMP runtime) was
+    found to slow down several-fold (0.93 ms -> 18.7 ms per step in one probe). So references run
+    in a spawned process that never imports Numba or the simulator, one call at a time, so that
+    their calls can be interleaved with the simulator's (see :func:`measure_many`). PyTorch gets
+    ``torch.set_num_threads(torch_threads)`` (1: the per-core comparison).
+    """
+
+    def __init__(self, torch_threads: int = 1) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self._pool = ctx.Pool(1, initializer=_worker_init, initargs=(torch_threads,))
+
+    def timed(self, module: str, func: str, *args: Any, **kwargs: Any) -> Callable[[], Timing]:
+        """A function that runs ``module.func(*args, **kwargs)`` in the worker, returning its
+        timing (arguments are sent once per call, outside the timed region)."""
+        return lambda: self._pool.apply(_worker_call, (module, func, args, kwargs))
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
+
+    def __enter__(self) -> RefWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def measure(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> Timing:
@@ -99,6 +152,36 @@ def measure(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -
 def best_of(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.0) -> float:
     """Smallest wall time (seconds) of ``repeats`` calls of ``fn``."""
     return measure(fn, repeats, min_time).wall
+
+
+def parallel_headroom(threads: int = 2) -> float:
+    """Speed-up of ``threads`` Numba threads over 1 on a trivially parallel compute loop, now.
+
+    On an idle 2-core machine this is about 2; when other processes occupy the cores it drops
+    towards 1, and multi-threaded figures measured at the same time must be read in that light.
+    """
+    import numba
+    import numpy as np
+
+    @numba.njit(parallel=True, cache=False)
+    def spin(n, out):
+        for r in numba.prange(out.shape[0]):
+            x = 0.0
+            for _ in range(n):
+                x = x * 0.999999 + 1.0
+            out[r] = x
+
+    out = np.zeros(64)
+    spin(10, out)
+    old = numba.get_num_threads()
+    try:
+        res = []
+        for th in (1, threads):
+            numba.set_num_threads(th)
+            res.append(best_of(lambda: spin(400_000, out), repeats=3))
+    finally:
+        numba.set_num_threads(old)
+    return res[0] / res[1]
 
 
 def fmt_time(seconds: float) -> str:
