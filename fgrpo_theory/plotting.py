@@ -256,13 +256,10 @@ def mark_fast_preview(fig: Figure, text: str = "FAST PREVIEW (reduced settings)"
     )
 
 
-def _peak(mu: float, tau: float, n_values: np.ndarray, p_values: np.ndarray) -> tuple[float, float]:
-    """Peak (N*, Pr(B) at N*) from helper TAIL's closed form; the data's maximum as a fallback."""
-    try:
-        from .tail_miss import peak_group_size
-    except ImportError:  # pragma: no cover - only while tail_miss is not written yet
-        i = int(np.argmax(p_values))
-        return float(n_values[i]), float(p_values[i])
+def _peak(mu: float, tau: float) -> tuple[float, float]:
+    """Peak (N*, Pr(B) at N*) from :func:`fgrpo_theory.tail_miss.peak_group_size`."""
+    from .tail_miss import peak_group_size
+
     res = peak_group_size(mu, tau)
     return float(res.n_star), float(res.p_peak)
 
@@ -342,7 +339,7 @@ def plot_tail_miss(
             "none": None,
         }[label]
         ax.plot(n, p, color=color, label=text, **line_kwargs)
-        n_star, p_peak = _peak(float(mu), float(tau), n, p)
+        n_star, p_peak = _peak(float(mu), float(tau))
         if star and n_min <= n_star <= n_max:
             ax.plot(
                 [n_star],

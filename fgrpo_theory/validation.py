@@ -24,9 +24,12 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "Z_CRIT",
@@ -129,7 +132,7 @@ def monte_carlo_tail_miss(
     """
     key = seed if isinstance(seed, tuple) else (seed,)
     counts = monte_carlo_region_counts(N, [tau, mu - tau, 1.0 - mu], reps, _rng(*key))
-    n_e, n_rest, n_w = counts[:, 0], counts[:, 1], counts[:, 2]
+    n_e, n_w = counts[:, 0], counts[:, 2]
     active = (n_w > 0) & (n_w < N)
     events = {"p_active": active, "p_hit": n_e > 0, "p_tail_miss": active & (n_e == 0)}
     out: dict[str, float] = {}
@@ -137,7 +140,6 @@ def monte_carlo_tail_miss(
         p = float(ev.mean())
         out[k] = p
         out["se_" + k] = math.sqrt(p * (1.0 - p) / reps)
-    del n_rest
     return out
 
 
@@ -609,7 +611,7 @@ CHECKS: list[tuple[str, Callable[[int], list[CheckRow]]]] = [
 ]
 
 
-def run_validation(quick: bool = False) -> Any:
+def run_validation(quick: bool = False) -> pd.DataFrame:
     """Run every check; return a DataFrame with one row per check.
 
     Parameters
