@@ -208,7 +208,8 @@ class SimConfig:
     backend : {"auto", "dense", "sumtree"}
         ``sumtree``: O(log K) per sampled action, only for SGD + log-prob + one inner update + no
         weight decay + a zero-sum advantage convention (only sampled logits move); ``auto`` uses it
-        for such configs when K >= 16384.
+        for such configs (unless ``sampler = "sorted"``) when K >= 16384 or
+        ``N ceil(log2 K) <= 4 (N + K)`` (measured 2.5x faster than dense at K = 6, N = 8).
     sampler : {"auto", "iid", "sorted"}
         Dense-path sampling: i.i.d. uniforms with binary search (O(N log K)) or sorted uniforms
         from exponential spacings merged with the CDF (O(N + K)); ``auto`` picks by cost.

@@ -40,7 +40,8 @@ CONFIG_COLUMNS = (
     "seed",
 )
 
-#: K from which ``backend="auto"`` uses the sum tree for eligible configs.
+#: K from which ``backend="auto"`` always uses the sum tree for eligible configs; below it the tree
+#: is used when its O(N log K) sampling is not much dearer than the dense path's O(N + K).
 SUMTREE_MIN_K = 16_384
 
 
@@ -62,7 +63,11 @@ def choose_backend(cfg: SimConfig, adv_c: np.ndarray, adv_w: np.ndarray) -> str:
 
             fail("backend", "sumtree", f"dense for advantage {cfg.advantage!r} (not zero-sum)")
         return "sumtree"
-    return "sumtree" if ok and cfg.K >= SUMTREE_MIN_K else "dense"
+    if not ok or cfg.sampler == "sorted":
+        return "dense"
+    logk = max(1, math.ceil(math.log2(cfg.K)))
+    cheap = cfg.N * logk <= 4 * (cfg.N + cfg.K)
+    return "sumtree" if cfg.K >= SUMTREE_MIN_K or cheap else "dense"
 
 
 def choose_sampler(cfg: SimConfig) -> str:
