@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  N={N}: both gammas, {cfg0.seeds} seeds",
                 fmt_time(t),
                 "",
-                f"{t / (2 * cfg0.seeds * steps / 2) * 1e3:.3f} ms/step/core",
+                f"{t / (2 * cfg0.seeds * steps) * 1e3:.3f} ms wall per seed-step",
             )
         )
     print_table(rows)
