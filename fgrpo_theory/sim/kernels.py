@@ -28,8 +28,111 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .rng import next_exp, next_uniform
-from .sumtree import tree_build, tree_find, tree_set
+from .keys import GOLDEN_INT, M1_INT, M2_INT
+
+# ---------------------------------------------------------------------------------------------
+# Counter-based random stream (SplitMix64 words mix64(key + i * GOLDEN), see .keys) and the sum
+# tree. They live in this file, not in rng.py / sumtree.py (which re-export them), because Numba's
+# on-disk cache of a kernel is invalidated only by changes to the kernel's own source file: code
+# inlined from another module would silently stay stale after an edit.
+# ---------------------------------------------------------------------------------------------
+
+GOLDEN = np.uint64(GOLDEN_INT)
+M1 = np.uint64(M1_INT)
+M2 = np.uint64(M2_INT)
+S30 = np.uint64(30)
+S27 = np.uint64(27)
+S31 = np.uint64(31)
+S11 = np.uint64(11)
+ONE = np.uint64(1)
+INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _mix64(x):
+    x = (x ^ (x >> S30)) * M1
+    x = (x ^ (x >> S27)) * M2
+    return x ^ (x >> S31)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def next_u64(state):
+    """Next 64-bit word of the stream ``state = [key, counter]`` (uint64 array, advanced)."""
+    c = state[1] + ONE
+    state[1] = c
+    return _mix64(state[0] + c * GOLDEN)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def next_uniform(state):
+    """Uniform double in [0, 1) with 53 random bits."""
+    return float(next_u64(state) >> S11) * INV53
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def next_uniform_open0(state):
+    """Uniform double in (0, 1] with 53 random bits (safe argument for ``log``)."""
+    return (float(next_u64(state) >> S11) + 1.0) * INV53
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def next_exp(state):
+    """Standard exponential variate ``-log(U)``, U in (0, 1]."""
+    return -np.log(next_uniform_open0(state))
+
+
+# Sum tree over exp(z - shift): tree has 2P slots (P = smallest power of two >= K), leaf k is slot
+# P + k (padding leaves 0), slot j holds tree[2j] + tree[2j+1], the root tree[1] is the total.
+# tree_set recomputes every ancestor from its two children, so sums never drift from the leaves.
+
+
+@njit(cache=True, error_model="numpy")
+def tree_build(z, tree, P):
+    """Fill leaves with ``exp(z - max z)`` and all parents; return the shift ``max z``."""
+    K = z.shape[0]
+    m = z[0]
+    for i in range(1, K):
+        if z[i] > m:
+            m = z[i]
+    for i in range(K):
+        tree[P + i] = np.exp(z[i] - m)
+    for i in range(P + K, 2 * P):
+        tree[i] = 0.0
+    for j in range(P - 1, 0, -1):
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
+    return m
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def tree_set(tree, P, k, w):
+    """Set leaf ``k`` to ``w`` and recompute its ancestors."""
+    j = P + k
+    tree[j] = w
+    j >>= 1
+    while j >= 1:
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
+        j >>= 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def tree_find(tree, P, t):
+    """First leaf whose prefix sum exceeds ``t`` (the inverse CDF), for ``0 <= t < tree[1]``.
+
+    The descent is branch-free (the direction is random, a branch would mispredict half the
+    time). Never returns a zero-weight leaf: at the top end, where rounding can push ``t`` past
+    the last positive leaf, it steps back to that leaf.
+    """
+    j = 1
+    while j < P:
+        left = tree[2 * j]
+        go = t >= left
+        t -= left * go
+        j = 2 * j + go
+    k = j - P
+    while tree[P + k] == 0.0 and k > 0:
+        k -= 1
+    return k
+
 
 # No "reassoc" where a loop sums: a vectorized reduction's order can depend on the arrays'
 # alignment in memory, which changes between calls (measured: last-bit differences between
@@ -626,6 +729,7 @@ def tree_run(
     groups = 0
     active = 0
     resamples = 0
+    countdown = renorm_every
     for step in range(1, steps + 1):
         nd = 0
         X = 0
@@ -657,7 +761,10 @@ def tree_run(
             resamples += r
         ac = adv_c[X]
         aw = adv_w[X]
-        rebuild = step % renorm_every == 0
+        countdown -= 1  # step % renorm_every == 0, without an integer division per step
+        rebuild = countdown == 0
+        if rebuild:
+            countdown = renorm_every
         for j in range(nd):
             k = touched[j]
             A = ac if correct[k] else aw
