@@ -99,12 +99,13 @@ def main(quick: bool = False) -> int:
             ),
         ]
         if rt.AVAILABLE:
-            fns.append(
-                worker.timed(
-                    "reference_torch", "run_linear", z0, correct, N, steps_ref, LR,
-                    optimizer="adamw",
-                )
-            )  # fmt: skip
+            for dtype in ("float64", "float32"):
+                fns.append(
+                    worker.timed(
+                        "reference_torch", "run_linear", z0, correct, N, steps_ref, LR,
+                        optimizer="adamw", dtype=dtype,
+                    )
+                )  # fmt: skip
         times = measure_many(fns, repeats=repeats)
         t_sim = times[0] / s_steps
         t_np = times[1] / steps_ref
@@ -112,11 +113,15 @@ def main(quick: bool = False) -> int:
         ok = t_sim.cpu * 1e3 <= target_ms(N)
         tgt = f"<= {target_ms(N)} ms"
         if rt.AVAILABLE:
-            t_pt = times[2] / steps_ref
-            ratio = f"torch {t_pt.cpu / t_sim.cpu:.1f}x (>= 4x); " + ratio
+            t_pt, t_pt32 = times[2] / steps_ref, times[3] / steps_ref
+            ratio = (
+                f"torch {t_pt.cpu / t_sim.cpu:.1f}x (>= 4x), torch float32 "
+                f"{t_pt32.cpu / t_sim.cpu:.1f}x; " + ratio
+            )
             ok = ok and t_pt.cpu / t_sim.cpu >= 4.0
             tgt += ", >= 4x torch"
             rows.append(Row(f"  pytorch 1 thread, N={N}", both(t_pt)))
+            rows.append(Row(f"  pytorch float32 1 thread, N={N}", both(t_pt32)))
         rows.append(Row(f"  numpy, N={N}", both(t_np)))
         rows.append(Row(f"simulator 1 thread, N={N}", both(t_sim), tgt, ratio, ok))
 
@@ -142,7 +147,8 @@ def main(quick: bool = False) -> int:
         f"# timed: simulate() end to end, {steps_sim} steps ({max(steps_sim // 4, 5)} at N > 8192),"
         f" references {steps_ref} steps in a clean subprocess; interleaved, best of {repeats}; "
         "pytorch with "
-        "torch.set_num_threads(1), float64. 1-thread figures: process CPU time per step "
+        "torch.set_num_threads(1), float64 like the simulator (the target) and float32 (shown). "
+        "1-thread figures: process CPU time per step "
         "(wall-clock in parentheses); targets and ratios use CPU time"
     )
     print_table(rows)

@@ -34,20 +34,23 @@ def run_linear(
     r_incorrect: float = -1.0,
     seed: int = 0,
     actions_fn=None,
+    dtype: str = "float64",
 ) -> np.ndarray:
     """Linear-surrogate GRPO with mean-centred advantages for one seed; returns the final logits.
 
     ``actions_fn(t, p) -> int array of N sampled actions`` replaces ``torch.multinomial`` when
-    given (tests drive it with the same samples as the NumPy reference).
+    given (tests drive it with the same samples as the NumPy reference). ``dtype="float32"`` is
+    PyTorch's usual precision (faster; the simulator computes in float64).
     """
     import torch
 
+    tdtype = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(seed)
-    z = torch.tensor(np.asarray(logits, dtype=np.float64), requires_grad=True)
+    z = torch.tensor(np.asarray(logits, dtype=np.float64), dtype=tdtype, requires_grad=True)
     reward = torch.where(
         torch.as_tensor(np.asarray(correct, dtype=bool)),
-        torch.tensor(r_correct, dtype=torch.float64),
-        torch.tensor(r_incorrect, dtype=torch.float64),
+        torch.tensor(r_correct, dtype=tdtype),
+        torch.tensor(r_incorrect, dtype=tdtype),
     )
     if optimizer == "sgd":
         opt = torch.optim.SGD([z], lr=lr)
@@ -62,13 +65,13 @@ def run_linear(
                 actions = torch.as_tensor(actions_fn(t, p.detach().numpy()), dtype=torch.long)
             r = reward[actions]
             adv = r - r.mean()
-            mu_hat = (r == r_correct).double().mean()
+            mu_hat = (r == r_correct).to(tdtype).mean()
             g = (1.0 - mu_hat) ** gamma
         loss = -(g * adv * p[actions]).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return z.detach().numpy().copy()
+    return z.detach().double().numpy().copy()
 
 
 def run_tabular_logprob(

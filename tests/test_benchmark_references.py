@@ -207,9 +207,10 @@ def test_linear_run_sampling_matches_expected_counts():
 
 
 @needs_torch
+@pytest.mark.parametrize("dtype,atol", [("float64", 1e-12), ("float32", 1e-5)])
 @pytest.mark.parametrize("optimizer,lr", [("adamw", 0.05), ("sgd", 50.0)])
 @pytest.mark.parametrize("gamma", [0.0, 1.0])
-def test_torch_linear_matches_numpy_on_same_samples(optimizer, lr, gamma):
+def test_torch_linear_matches_numpy_on_same_samples(optimizer, lr, gamma, dtype, atol):
     # autograd + torch.optim against the hand-derived Jacobian + hand-written AdamW, 30 steps
     K, N, steps = 40, 16, 30
     rng = np.random.default_rng(7)
@@ -226,10 +227,10 @@ def test_torch_linear_matches_numpy_on_same_samples(optimizer, lr, gamma):
         return np.bincount(actions_fn(t, p), minlength=K)
 
     kw = dict(gamma=gamma, optimizer=optimizer, weight_decay=0.01)
-    a = rt.run_linear(z0, correct, N, steps, lr, actions_fn=actions_fn, **kw)
+    a = rt.run_linear(z0, correct, N, steps, lr, actions_fn=actions_fn, dtype=dtype, **kw)
     b = rn.run_linear(z0, correct, N, steps, lr, counts_fn=counts_fn, **kw)
     assert np.abs(a - z0).max() > 0.1  # the trajectory really moved
-    np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a, b, rtol=0, atol=atol)
 
 
 # ---------------------------------------------------------------- the simulator, in distribution
