@@ -40,6 +40,9 @@ CONFIG_COLUMNS = (
     "seed",
 )
 
+#: Largest N for which the sum-tree path tabulates exp(dz) per (X, n) instead of calling exp.
+ETAB_MAX_N = 64
+
 #: K from which ``backend="auto"`` always uses the sum tree for eligible configs; below it the tree
 #: is used when its O(N log K) sampling is not much dearer than the dense path's O(N + K).
 SUMTREE_MIN_K = 16_384
@@ -131,10 +134,17 @@ def _run_kernel(cfg: SimConfig, a: dict, keys: np.ndarray, out: np.ndarray) -> N
     from . import kernels as kn
 
     if a["backend"] == "sumtree":
+        if cfg.N <= ETAB_MAX_N:  # exp(lr n A(X) / N) for X, n = 0..N, same arithmetic as the kernel
+            n = np.arange(cfg.N + 1)[None, :]
+            inv_n = 1.0 / cfg.N
+            etab_c = np.exp(cfg.lr * ((n * a["adv_c"][:, None]) * inv_n))
+            etab_w = np.exp(cfg.lr * ((n * a["adv_w"][:, None]) * inv_n))
+        else:
+            etab_c = etab_w = np.ones((1, 1))
         kn.tree_batch(
             a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
             keys, cfg.N, cfg.steps, a["log_steps"], cfg.lr, cfg.dynamic_sampling,
-            cfg.max_resamples, cfg.renorm_every, out,
+            cfg.max_resamples, cfg.renorm_every, etab_c, etab_w, out,
         )  # fmt: skip
         return
     rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
