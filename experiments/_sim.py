@@ -1,7 +1,9 @@
 """Running the Fig. 2 simulation sweeps for the experiments (via :mod:`fgrpo_theory.sim`).
 
 Simulation results are cached per config by :func:`fgrpo_theory.sim.run_sweep` (resume) under
-``<cache>/sim/``, so figures that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once.
+``<cache>/sim/<digest>/``, the digest covering the simulator's and the library's source, so figures
+that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once and a change to the
+simulator never serves stale runs.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 METRICS = ("q_pos", "m_ret", "mass_rare")
 
+#: Reuse finished runs from the cache (``figures --force`` sets it to False for one figure).
+RESUME = True
+
 
 def run_configs(sweep: dict[str, Any]) -> pd.DataFrame:
     """Run (or resume from the cache) every config of a sweep mapping; long-format result."""
     from fgrpo_theory.sim import run_sweep
 
-    from .cache import cache_dir
+    from .cache import cache_dir, library_sources, source_digest
 
-    out = cache_dir() / "sim"
+    out = cache_dir() / "sim" / source_digest(library_sources())[:16]
     out.mkdir(parents=True, exist_ok=True)
-    return run_sweep(sweep, out_dir=out, resume=True, progress=False)
+    return run_sweep(sweep, out_dir=out, resume=RESUME, progress=False)
 
 
 def summarize(raw: pd.DataFrame, by: tuple[str, ...] = ("N", "gamma")) -> pd.DataFrame:

@@ -1,8 +1,11 @@
 """Cache of experiment DataFrames under ``experiments/data/`` (gitignored).
 
 A cached table is keyed by a SHA-256 hash of the experiment's name, its parameters (as canonical
-JSON), ``fgrpo_theory.__version__`` and the fast flag. Parameters that point at files (the Fig. 2
-simulation configs) contribute the file's contents, so editing a config invalidates its cache.
+JSON), ``fgrpo_theory.__version__``, the fast flag and a digest of the source code that computes it
+(the library without its plotting and CLI modules, the experiment's module and the shared
+``experiments/_*.py`` helpers), so editing a formula or the simulator never serves a stale table.
+Parameters that point at files (the Fig. 2 simulation configs) contribute the file's contents, so
+editing a config invalidates its cache too.
 The folder can be moved with the ``FGRPO_CACHE_DIR`` environment variable (the tests use this).
 """
 
@@ -21,10 +24,25 @@ import pandas as pd
 
 import fgrpo_theory
 
-__all__ = ["DATA_DIR", "cache_dir", "canonical_params", "params_key", "cache_path", "cached"]
+__all__ = [
+    "DATA_DIR",
+    "cache_dir",
+    "canonical_params",
+    "source_digest",
+    "library_sources",
+    "experiment_sources",
+    "params_key",
+    "cache_path",
+    "cached",
+]
 
 #: Default cache folder (inside the source tree for an editable install; gitignored).
 DATA_DIR = Path(__file__).resolve().parent / "data"
+
+_EXP_DIR = Path(__file__).resolve().parent
+_PKG_DIR = Path(fgrpo_theory.__file__).resolve().parent
+#: Library modules that never change a computed table.
+_NOT_COMPUTING = {"plotting.py"}
 
 
 def cache_dir() -> Path:
@@ -61,22 +79,45 @@ def canonical_params(params: Any) -> Any:
     raise TypeError(f"cannot hash parameter of type {type(params).__name__}: {params!r}")
 
 
-def params_key(name: str, params: Any, fast: bool) -> str:
-    """Hex key (16 characters) of ``(name, params, package version, fast)``."""
+def source_digest(files: list[Path]) -> str:
+    """SHA-256 (hex) of the names and bytes of ``files``, in sorted order."""
+    h = hashlib.sha256()
+    for f in sorted(set(files)):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def library_sources(subpackages: tuple[str, ...] = ("sim",)) -> list[Path]:
+    """The library's computing modules: top-level ``fgrpo_theory/*.py`` (not plotting) and the
+    given subpackages (not the CLI)."""
+    files = [f for f in _PKG_DIR.glob("*.py") if f.name not in _NOT_COMPUTING]
+    for sub in subpackages:
+        files.extend((_PKG_DIR / sub).glob("*.py"))
+    return sorted(files)
+
+
+def experiment_sources(name: str) -> list[Path]:
+    """An experiment's module and the shared ``experiments/_*.py`` helpers."""
+    return sorted([_EXP_DIR / f"{name}.py", *_EXP_DIR.glob("_*.py")])
+
+
+def params_key(name: str, params: Any, fast: bool, code: str = "") -> str:
+    """Hex key (16 characters) of ``(name, params, package version, fast, code digest)``."""
     payload = {
         "name": name,
         "params": canonical_params(params),
         "version": fgrpo_theory.__version__,
         "fast": bool(fast),
+        "code": code,
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def cache_path(name: str, params: Any, fast: bool) -> Path:
-    """Where the DataFrame of ``(name, params, fast)`` is cached (a Parquet file)."""
+def cache_path(name: str, params: Any, fast: bool, code: str = "") -> Path:
+    """Where the DataFrame of ``(name, params, fast, code)`` is cached (a Parquet file)."""
     suffix = "-fast" if fast else ""
-    return cache_dir() / f"{name}{suffix}-{params_key(name, params, fast)}.parquet"
+    return cache_dir() / f"{name}{suffix}-{params_key(name, params, fast, code)}.parquet"
 
 
 def cached(
@@ -86,13 +127,15 @@ def cached(
     *,
     fast: bool = False,
     force: bool = False,
+    code: str = "",
 ) -> tuple[pd.DataFrame, bool]:
     """Return ``(df, hit)``: the cached DataFrame if present (and not ``force``), else compute it.
 
-    A freshly computed table is written atomically, then read back, so a figure drawn after a
+    ``code`` is a digest of the source that computes the table (see :func:`source_digest`). A
+    freshly computed table is written atomically, then read back, so a figure drawn after a
     cache miss and one drawn from the cache see identical data.
     """
-    path = cache_path(name, params, fast)
+    path = cache_path(name, params, fast, code)
     if path.is_file() and not force:
         return pd.read_parquet(path), True
     df = compute()

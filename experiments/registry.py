@@ -119,19 +119,27 @@ def run(
     fast : bool
         Reduced settings (fewer seeds, steps or grid points); the figure is marked FAST PREVIEW.
     force : bool
-        Recompute even if a cached table exists.
+        Recompute even if a cached table exists (simulations included).
     dpi : int
         Raster resolution (>= 200).
     """
     from fgrpo_theory.plotting import mark_fast_preview, paper_style, save_figure
 
-    from .cache import cached
+    from . import _sim
+    from .cache import cached, experiment_sources, library_sources, source_digest
 
     exp = get(name)
     mod = exp.load()
     params = mod.PARAMS
+    code = source_digest(library_sources() + experiment_sources(name))
     t0 = time.perf_counter()
-    df, hit = cached(name, params, lambda: mod.compute(params, fast=fast), fast=fast, force=force)
+    _sim.RESUME = not force  # --force also reruns cached simulations
+    try:
+        df, hit = cached(
+            name, params, lambda: mod.compute(params, fast=fast), fast=fast, force=force, code=code
+        )
+    finally:
+        _sim.RESUME = True
     with paper_style():
         fig = mod.plot(df, params)
         if fast:

@@ -332,3 +332,21 @@ def test_cache_key():
     other = mod.Params(rho=(0.05, 0.1))
     assert k != params_key("fig1a_tail_miss", other, False)
     assert cache_path("fig1a_tail_miss", mod.PARAMS, True).name.startswith("fig1a_tail_miss-fast-")
+    assert k != params_key("fig1a_tail_miss", mod.PARAMS, False, code="abc")
+
+
+def test_code_digest_covers_library_and_experiment(tmp_path):
+    from experiments.cache import experiment_sources, library_sources, source_digest
+
+    lib = {p.name for p in library_sources()}
+    assert {"tail_miss.py", "mass.py", "advantages.py", "kernels.py"} <= lib
+    assert "plotting.py" not in lib
+    exp = {p.name for p in experiment_sources("fig2_simulation")}
+    assert {"fig2_simulation.py", "_fig2.py", "_sim.py", "_common.py"} <= exp
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    d1 = source_digest([a, b])
+    assert d1 == source_digest([b, a])
+    a.write_text("x = 2\n")
+    assert source_digest([a, b]) != d1
