@@ -1,6 +1,6 @@
 """Overhead of running a simulator sweep on a Dask LocalCluster, against local runs.
 
-The same 16-configuration sweep (the paper's Fig. 2 policy, K = 128,000 actions, Adam, 2,000
+The same 16-configuration sweep (the paper's Fig. 2 policy, K = 128,000 actions, Adam, 3,000
 steps: about a second per configuration) runs three ways, one Numba thread per task in all:
 
 * ``sequential``: locally, one configuration after another (the reference results);
@@ -19,7 +19,10 @@ bandwidth, other processes). The load average is printed before and after: on a 
 other processes inflate every parallel wall time. All runs must give identical DataFrames and
 identical Parquet files; the script checks it.
 
-Usage: ``python benchmarks/bench_dask_overhead.py [--workers 2] [--steps 2000] [--repeat 1]``
+The three are interleaved (sequential, pool, dask, sequential, ...) and the best of ``--repeat``
+rounds is kept, as in the other benchmarks (see ``benchmarks/README.md``).
+
+Usage: ``python benchmarks/bench_dask_overhead.py [--workers 2] [--steps 3000] [--repeat 2]``
 """
 
 from __future__ import annotations
@@ -71,14 +74,15 @@ class _Timing:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--repeat", type=int, default=1, help="timed runs of each; the best is kept")
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=2, help="interleaved rounds; the best is kept")
     args = ap.parse_args()
 
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     import pandas as pd
+    from _common import Row, header, parallel_headroom, print_table
 
     from fgrpo_theory.distributed import DaskExecutor
     from fgrpo_theory.sim import expand_grid, run_sweep
@@ -98,8 +102,12 @@ def main() -> None:
     configs = expand_grid(sweep)
     n = len(configs)
     W = args.workers
-    print(f"sweep: {n} configurations, K = 128,000, {args.steps} steps; workers: {W}")
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    header(
+        f"Dask overhead: {n}-configuration sweep (K = 128,000, Adam, {args.steps} steps), "
+        f"local-cluster:{W} vs sequential and a {W}-process pool, 1 Numba thread per task"
+    )
+    _warm()
+    print(f"# parallel headroom now (2 Numba threads vs 1): {parallel_headroom(2):.2f}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-dask-"))
     runs: dict[str, tuple[float, float]] = {}  # name -> (wall, summed compute), best wall
     reference: dict[str, object] = {}  # the first sequential run's DataFrame and file digests
@@ -117,46 +125,40 @@ def main() -> None:
         if name not in runs or wall < runs[name][0]:
             runs[name] = (wall, sum(adapter.compute))
 
-    # 1. local, sequential, one Numba thread (the reference results and compute time)
-    _warm()
-    for r in range(args.repeat):
-        timed_sweep("sequential", lambda fn, cfgs: map(fn, cfgs), r)
-
-    # 2. a plain process pool of W processes: the same parallelism without Dask
-    with ProcessPoolExecutor(W, mp_context=mp.get_context("spawn"), initializer=_warm) as pool:
-        list(pool.map(time.sleep, [0.5] * W))  # start all W processes (each runs _warm)
-        for r in range(args.repeat):
-            timed_sweep("process-pool", pool.map, r)
-
-    # 3. the Dask LocalCluster
-    t0 = time.perf_counter()
-    with DaskExecutor(f"local-cluster:{W}", threads_per_task=1) as ex:
+    ctx = mp.get_context("spawn")
+    with (
+        ProcessPoolExecutor(W, mp_context=ctx, initializer=_warm) as pool,
+        DaskExecutor(f"local-cluster:{W}", threads_per_task=1) as ex,
+    ):
+        list(pool.map(time.sleep, [0.5] * W))  # start all W pool processes (each runs _warm)
         startup = ex.startup_seconds
         t1 = time.perf_counter()
-        pids = ex.client.run(_warm)  # every worker: import + load the cached kernels
+        n_warm = len(ex.client.run(_warm))  # every worker: import + load the cached kernels
         warmup = time.perf_counter() - t1
-        for r in range(args.repeat):
+        for r in range(args.repeat):  # interleaved, so all three see the same background load
+            timed_sweep("sequential", lambda fn, cfgs: map(fn, cfgs), r)
+            timed_sweep("pool", pool.map, r)
             timed_sweep("dask", ex, r)
-    session = time.perf_counter() - t0
 
-    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    S = runs["sequential"][1]
-    print(f"\n{'run':<22}{'wall s':>9}{'compute s':>11}{'speed-up':>10}"
-          f"{'overhead/task':>15}{'vs sequential':>15}")  # fmt: skip
-    for name, (wall, comp) in runs.items():
-        k = 1 if name == "sequential" else W
-        label = name if name == "sequential" else f"{name} x{W}"
-        own = (k * wall - comp) / comp  # worker time not spent computing, per unit of compute
-        vs_seq = (k * wall - S) / S  # as above, against the sequential run's compute time
-        print(f"{label:<22}{wall:9.2f}{comp:11.2f}{S / wall:9.2f}x"
-              f"{100 * own:14.2f}%{100 * vs_seq:14.2f}%")  # fmt: skip
-    T, Tp = runs["dask"][0], runs["process-pool"][0]
-    print(f"\nmean task compute (sequential): {S / n:.3f} s")
-    print(f"dask wall / process-pool wall:  {T / Tp:.3f}")
-    print(f"cluster start-up:               {startup:.2f} s")
-    print(f"worker warm-up (import + jit cache): {warmup:.2f} s on {len(pids)} workers")
-    print(f"cluster session total:          {session:.2f} s")
-    print("dask and process-pool results identical to the local run (DataFrame, Parquet): True")
+    (T_s, S), (T_p, C_p), (T_d, C_d) = runs["sequential"], runs["pool"], runs["dask"]
+    over_d = (W * T_d - C_d) / C_d  # worker time not spent computing, per unit of compute
+    over_p = (W * T_p - C_p) / C_p
+    rows = [
+        Row("sequential, 1 thread: wall (task compute)", f"{T_s:.2f} s ({S:.2f} s)"),
+        Row("mean task compute, sequential", f"{S / n:.3f} s"),
+        Row(f"process pool x{W}: wall (task compute)", f"{T_p:.2f} s ({C_p:.2f} s)", "",
+            f"speed-up {T_s / T_p:.2f}x"),
+        Row(f"local-cluster:{W}: wall (task compute)", f"{T_d:.2f} s ({C_d:.2f} s)", "",
+            f"speed-up {T_s / T_d:.2f}x; {T_d / T_p:.3f}x pool wall"),
+        Row("dask overhead per task, (W*T - C)/C", f"{100 * over_d:.2f} %", "< 5 %",
+            f"pool: {100 * over_p:.2f} %", over_d < 0.05),
+        Row("dask vs sequential compute, (W*T - S)/S", f"{100 * (W * T_d - S) / S:.2f} %", "",
+            f"pool: {100 * (W * T_p - S) / S:.2f} %"),
+        Row("cluster start-up", f"{startup:.2f} s"),
+        Row(f"worker warm-up (import + Numba cache), {n_warm} workers", f"{warmup:.2f} s"),
+        Row("results identical to sequential (DataFrame, Parquet bytes)", "yes"),
+    ]  # fmt: skip
+    print_table(rows)
 
 
 if __name__ == "__main__":
