@@ -251,15 +251,15 @@ def simulate(
     for j, nm in enumerate(a["subset_names"]):
         cols[f"tail_miss_{nm}"] = flat[:, M_SUB0 + n_sub + j].astype(np.int64)
     cols["resamples"] = flat[:, M_RESAMPLES].astype(np.int64)
-    df = pd.DataFrame(cols)
     d = cfg.to_dict()
     d["clip_low"], d["clip_high"] = a["clip_lo"], a["clip_hi"]
     d["correct"] = str(d["correct"])
-    for c in CONFIG_COLUMNS:
-        df[c] = d[c]
-    df["config_hash"] = config_hash(cfg)
-    df["backend"] = a["backend"]
-    return df
+    n = R * n_log
+    for c in CONFIG_COLUMNS:  # constant columns, built in one go (column-wise inserts are slow)
+        cols[c] = np.full(n, d[c], dtype=object if isinstance(d[c], str) else None)
+    cols["config_hash"] = np.full(n, config_hash(cfg), dtype=object)
+    cols["backend"] = np.full(n, a["backend"], dtype=object)
+    return pd.DataFrame(cols)
 
 
 def run_one(cfg: SimConfig) -> pd.DataFrame:
