@@ -88,20 +88,21 @@ def main(quick: bool = False) -> int:
     simulate(sim_config(2, 2), threads=1)  # compile / load the cache outside the timing
 
     rows: list[Row] = []
-    worker = RefWorker(torch_threads=1)
+    # one clean subprocess per reference, so that their allocations do not interact
+    workers = {name: RefWorker(torch_threads=1) for name in ("numpy", "float64", "float32")}
     for N in NS:
         s_steps = max(steps_sim // 4, 5) if N > 8192 else steps_sim
         cfg = sim_config(N, s_steps)
         fns = [
             lambda cfg=cfg: simulate(cfg, threads=1),
-            worker.timed(
+            workers["numpy"].timed(
                 "reference_numpy", "run_linear", z0, correct, N, steps_ref, LR, optimizer="adamw"
             ),
         ]
         if rt.AVAILABLE:
             for dtype in ("float64", "float32"):
                 fns.append(
-                    worker.timed(
+                    workers[dtype].timed(
                         "reference_torch", "run_linear", z0, correct, N, steps_ref, LR,
                         optimizer="adamw", dtype=dtype,
                     )
@@ -125,7 +126,8 @@ def main(quick: bool = False) -> int:
         rows.append(Row(f"  numpy, N={N}", both(t_np)))
         rows.append(Row(f"simulator 1 thread, N={N}", both(t_sim), tgt, ratio, ok))
 
-    worker.close()
+    for w in workers.values():
+        w.close()
     # two seeds on two threads: per-step cost of each core when both work
     N = 8192
     cfg = sim_config(N, steps_sim, seeds=2)
@@ -145,8 +147,8 @@ def main(quick: bool = False) -> int:
     )
     print(
         f"# timed: simulate() end to end, {steps_sim} steps ({max(steps_sim // 4, 5)} at N > 8192),"
-        f" references {steps_ref} steps in a clean subprocess; interleaved, best of {repeats}; "
-        "pytorch with "
+        f" references {steps_ref} steps, each in its own clean subprocess; interleaved, best of "
+        f"{repeats}; pytorch with "
         "torch.set_num_threads(1), float64 like the simulator (the target) and float32 (shown). "
         "1-thread figures: process CPU time per step "
         "(wall-clock in parentheses); targets and ratios use CPU time"

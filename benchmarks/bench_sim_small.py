@@ -73,25 +73,27 @@ def main() -> int:
     simulate(sim_config(2, "sumtree"), threads=1)
     z0 = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     correct = np.arange(K) < CORRECT
-    worker = RefWorker(torch_threads=1)
+    # one clean subprocess per reference
+    w_np, w_pt = RefWorker(torch_threads=1), RefWorker(torch_threads=1)
     fns = [
         lambda: simulate(cfg, threads=1),
         lambda: simulate(cfg_tree, threads=1),
-        worker.timed(
+        w_np.timed(
             "reference_numpy", "run_tabular_logprob", z0, correct, N, STEPS_REF, SEEDS, LR,
             advantage="grpo",
         ),
     ]  # fmt: skip
     if rt.AVAILABLE:
         fns.append(
-            worker.timed(
+            w_pt.timed(
                 "reference_torch", "run_tabular_logprob", z0, correct, N, STEPS_REF // 2, SEEDS, LR
             )
         )
     else:
         print("# pytorch row skipped: torch is not installed")
     times = measure_many(fns, repeats=REPEATS)
-    worker.close()
+    w_np.close()
+    w_pt.close()
     t2 = measure_many(
         [lambda: simulate(cfg, threads=2), lambda: simulate(cfg_tree, threads=2)], REPEATS
     )
@@ -111,13 +113,15 @@ def main() -> int:
     for label, t1, tt in zip(labels, times[:2], t2, strict=True):
         cpu1, wall1 = work_sim / t1.cpu, work_sim / t1.wall
         rate2 = work_sim / tt.wall
+        # the targets apply to what a user gets: the path backend="auto" picks
+        judged = "auto's choice" in label
         rows += [
             Row(
                 f"simulator {label}, 1 thread",
                 both(cpu1, wall1),
-                ">= 20 M/s",
-                f"{cpu1 / cpu_np:.1f}x numpy (target >= 6x)",
-                cpu1 >= 20e6 and cpu1 / cpu_np >= 6.0,
+                ">= 20 M/s, >= 6x numpy" if judged else "",
+                f"{cpu1 / cpu_np:.1f}x numpy",
+                (cpu1 >= 20e6 and cpu1 / cpu_np >= 6.0) if judged else None,
             ),
             Row(
                 "  same, 2 threads (total, wall)",
@@ -126,7 +130,7 @@ def main() -> int:
                 f"{rate2 / wall_np:.1f}x numpy wall; {rate2 / wall1:.2f}x 1 thread wall",
             ),
             Row("  same, 2 threads (per core, wall)", fmt_rate(rate2 / 2, "seed-steps"),
-                ">= 20 M/s", "", rate2 / 2 >= 20e6),
+                ">= 20 M/s" if judged else "", "", (rate2 / 2 >= 20e6) if judged else None),
         ]  # fmt: skip
     if rt.AVAILABLE:
         work_pt = SEEDS * (STEPS_REF // 2)
