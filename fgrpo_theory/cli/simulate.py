@@ -76,6 +76,12 @@ def simulate_cmd(
     log_every: int | None = typer.Option(None, "--log-every", help="Log every this many steps."),
     pass_k: str | None = typer.Option(None, "--pass-k", help="k values of pass@k, e.g. '1,256'."),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
+    scheduler: str = typer.Option(
+        "local",
+        "--scheduler",
+        help="Where configs run: local (Numba threads), local-cluster:N (N Dask worker "
+        "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
+    ),
     out: Path | None = typer.Option(
         None, "--out", help="Write all rows: .parquet/.csv file, or a folder for a sweep."
     ),
@@ -119,6 +125,11 @@ def simulate_cmd(
         sweep["subsets"] = subs
     if threads is not None and threads < 1:
         fail("--threads", threads, ">= 1")
+    from ..distributed import parse_scheduler, require_distributed
+
+    spec = parse_scheduler(scheduler, "--scheduler")
+    if spec.kind != "local":
+        require_distributed(spec, "--scheduler")
     cfgs = expand_grid(sweep)
     if out is not None:
         _check_out(out, len(cfgs))
@@ -133,7 +144,19 @@ def simulate_cmd(
     from ..sim.sweep import write_atomic
 
     show = _est_seconds(cfgs) > 3.0
-    if len(cfgs) == 1:
+    if spec.kind != "local":
+        from ..distributed import run_sweep_distributed
+
+        folder = out if (out is not None and len(cfgs) > 1) else None
+        df = run_sweep_distributed(
+            cfgs, folder, spec, resume=resume, threads_per_task=threads, progress=show
+        )
+        if out is not None and folder is None:
+            write_atomic(df, out)
+            typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+        elif folder is not None:
+            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+    elif len(cfgs) == 1:
         cfg = cfgs[0]
         if show:
             from rich.progress import Progress
