@@ -119,14 +119,27 @@ class RefWorker:
     found to slow down several-fold (0.93 ms -> 18.7 ms per step in one probe). So references run
     in a spawned process that never imports Numba or the simulator, one call at a time, so that
     their calls can be interleaved with the simulator's (see :func:`measure_many`). PyTorch gets
-    ``torch.set_num_threads(torch_threads)`` (1: the per-core comparison).
+    ``torch.set_num_threads(torch_threads)`` and BLAS/OpenMP pools as many threads (1: the
+    per-core comparison; NumPy's dot products would otherwise run on a multi-threaded BLAS).
     """
 
     def __init__(self, torch_threads: int = 1) -> None:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
-        self._pool = ctx.Pool(1, initializer=_worker_init, initargs=(torch_threads,))
+        # BLAS/OpenMP pools read these when they load, before any initializer could run (the
+        # child imports the benchmark script, hence NumPy, first): set them for the spawn only
+        names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        saved = {k: os.environ.get(k) for k in names}
+        os.environ.update({k: str(torch_threads) for k in names})
+        try:
+            self._pool = ctx.Pool(1, initializer=_worker_init, initargs=(torch_threads,))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def timed(self, module: str, func: str, *args: Any, **kwargs: Any) -> Callable[[], Timing]:
         """A function that runs ``module.func(*args, **kwargs)`` in the worker, returning its
