@@ -70,9 +70,9 @@ def main(quick: bool = False) -> int:
         Row(
             "sum-tree path",
             rate(t_tree),
-            ">= 200 k steps/s",
+            "(full run only)" if quick else ">= 200 k steps/s",
             f"{t_dense.cpu / t_tree.cpu:.0f}x dense",
-            1.0 / t_tree.cpu >= 200_000,
+            None if quick else 1.0 / t_tree.cpu >= 200_000,
         ),
     ]
     for k in (10_000, 100_000):

@@ -124,6 +124,8 @@ def main(quick: bool = False) -> int:
             rows.append(Row(f"  pytorch 1 thread, N={N}", both(t_pt)))
             rows.append(Row(f"  pytorch float32 1 thread, N={N}", both(t_pt32)))
         rows.append(Row(f"  numpy, N={N}", both(t_np)))
+        if quick:  # a few steps: fixed per-call costs dominate; targets apply to full runs
+            tgt, ok = "(full run only)", None
         rows.append(Row(f"simulator 1 thread, N={N}", both(t_sim), tgt, ratio, ok))
 
     for w in workers.values():
@@ -136,9 +138,9 @@ def main(quick: bool = False) -> int:
         Row(
             f"simulator 2 threads x 2 seeds, N={N}",
             fmt_time(t2) + "/step per core (wall)",
-            f"<= {target_ms(N)} ms",
+            "(full run only)" if quick else f"<= {target_ms(N)} ms",
             "",
-            t2 * 1e3 <= target_ms(N),
+            None if quick else t2 * 1e3 <= target_ms(N),
         )
     )
     print(
