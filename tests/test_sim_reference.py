@@ -199,3 +199,24 @@ def test_reference_detects_a_wrong_rule():
     ref_lin = reference_run(cfg.replace(rule="linear"), Z0, CORRECT, 0, "iid")
     got = simulate(cfg)
     assert np.abs(got[got.run == 0].q_pos.to_numpy() - ref_lin[:, 0]).max() > 1e-3
+
+
+@pytest.mark.parametrize("K", [17, 64, 300])
+def test_two_level_iid_sampler_matches_reference(K):
+    """K > 16 takes the blocked two-level CDF (64-action blocks, a partial last block): its
+    draws must be the reference's inverse-CDF draws, so whole dense runs agree."""
+    rng = np.random.default_rng(K)
+    z0 = np.round(rng.normal(size=K), 3)
+    correct = np.zeros(K, bool)
+    correct[: K // 3] = True
+    logits = ",".join(f"{v}x1" for v in z0)
+    cfg = SimConfig(
+        K=K, logits=logits, correct=f"0..{K // 3 - 1}", steps=5, log_every=1, seeds=2, N=40,
+        lr=0.5, optimizer="adam", sampler="iid", backend="dense",
+    )  # fmt: skip
+    df = simulate(cfg)
+    for run in range(cfg.n_runs):
+        ref = reference_run(cfg, z0, correct, run, "iid")
+        got = df[df.run == run][["q_pos", "m_ret", "entropy"]].to_numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+    assert np.abs(np.diff(df.q_pos.to_numpy())).max() > 1e-3

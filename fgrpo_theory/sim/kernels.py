@@ -159,10 +159,22 @@ def n_metrics(n_sub: int) -> int:
 
 @njit(cache=True, fastmath=FM_EW, error_model="numpy")
 def _max(z):
-    m = z[0]
-    for i in range(1, z.shape[0]):
-        v = z[i]
-        m = v if v > m else m
+    """Largest element, with 8 interleaved lanes so LLVM vectorizes it (max is order-free)."""
+    K = z.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = z[0]
+    K8 = K - K % 8
+    for i in range(0, K8, 8):
+        m0 = z[i] if z[i] > m0 else m0
+        m1 = z[i + 1] if z[i + 1] > m1 else m1
+        m2 = z[i + 2] if z[i + 2] > m2 else m2
+        m3 = z[i + 3] if z[i + 3] > m3 else m3
+        m4 = z[i + 4] if z[i + 4] > m4 else m4
+        m5 = z[i + 5] if z[i + 5] > m5 else m5
+        m6 = z[i + 6] if z[i + 6] > m6 else m6
+        m7 = z[i + 7] if z[i + 7] > m7 else m7
+    m = max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+    for i in range(K8, K):
+        m = z[i] if z[i] > m else m
     return m
 
 
@@ -303,14 +315,32 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
         row[M_SUB0 + j] = acc[4 + j] + cmp[4 + j]
 
 
+_BLOCK = 64  # actions per block of the i.i.d. sampler's two-level CDF
+
+
 @njit(cache=True, fastmath=FM, error_model="numpy", inline="always")
 def _sample_iid(e, cum, correct, N, state, cnt, touched):
-    """N i.i.d. draws by inverse CDF (binary search, O(N log K)); returns (distinct, X)."""
+    """N i.i.d. draws by inverse CDF; returns (distinct, X).
+
+    The CDF has two levels: cumulative sums of blocks of ``_BLOCK`` actions (each block summed
+    in 8 vectorized lanes, so building it costs a vectorized pass plus K/64 serial additions
+    instead of a K-long serial chain), a binary search over the blocks, then a scan inside the
+    block. Small K (<= 16) uses a branch-free count over the plain CDF.
+    """
     K = e.shape[0]
-    acc = 0.0
-    for i in range(K):
-        acc += e[i]
-        cum[i] = acc
+    if K <= 16:
+        acc = 0.0
+        for i in range(K):
+            acc += e[i]
+            cum[i] = acc
+    else:
+        nb = (K + _BLOCK - 1) // _BLOCK
+        acc = 0.0
+        for b in range(nb):
+            lo = b * _BLOCK
+            hi = min(lo + _BLOCK, K)
+            acc += _sum8(e[lo:hi])
+            cum[b] = acc
     total = acc
     nd = 0
     X = 0
@@ -322,14 +352,19 @@ def _sample_iid(e, cum, correct, N, state, cnt, touched):
                 k += cum[i] <= t
         else:
             lo = 0
-            hi = K - 1
+            hi = nb - 1
             while lo < hi:
                 mid = (lo + hi) >> 1
                 if cum[mid] > t:
                     hi = mid
                 else:
                     lo = mid + 1
-            k = lo
+            k = lo * _BLOCK
+            end = min(k + _BLOCK, K) - 1
+            c = (cum[lo - 1] if lo > 0 else 0.0) + e[k]
+            while c <= t and k < end:
+                k += 1
+                c += e[k]
         while e[k] == 0.0 and k > 0:  # rounding at the top end
             k -= 1
         # branch-free bookkeeping: outcomes are random, branches would mispredict (3x slower)
