@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import typer
 
 from .._validate import fail
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "FORMAT_OPTION",
+    "OUTPUT_OPTION",
     "OutputFormat",
     "parse_int_list",
     "parse_float_list",
@@ -39,6 +42,18 @@ class OutputFormat(StrEnum):
     table = "table"
     csv = "csv"
     json = "json"
+
+
+#: The ``--format`` and ``--output`` options every command shares.
+FORMAT_OPTION = typer.Option(
+    OutputFormat.table, "--format", help="Output format: table, csv or json."
+)
+OUTPUT_OPTION = typer.Option(
+    None,
+    "--output",
+    help="Write the result to FILE (in the chosen format; a table is written as CSV).",
+    metavar="FILE",
+)
 
 
 def _parse_int(token: str, name: str) -> int:

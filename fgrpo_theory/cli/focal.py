@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from .._validate import check_array, check_int_array, check_scalar, fail
 from ._app import app
-from ._common import OutputFormat, emit, parse_float_list, parse_int_list
+from ._common import (
+    FORMAT_OPTION,
+    OUTPUT_OPTION,
+    OutputFormat,
+    emit,
+    parse_float_list,
+    parse_int_list,
+)
 
 #: Largest number of rows a command of this module prints.
 MAX_ROWS = 1_000_000
-
-_FORMAT = typer.Option(OutputFormat.table, "--format", help="Output format: table, csv or json.")
-_OUTPUT = typer.Option(None, "--output", help="Write the result to FILE instead of stdout.")
-
-
-def _command(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a command whose --help shows the docstring's paragraphs as reflowed lines.
-
-    Typer 0.29 keeps the single line breaks of every paragraph after the first, which wraps the
-    source's 100-column lines badly in a narrow terminal; this joins them.
-    """
-
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
-        text = "\n\n".join(" ".join(p.split()) for p in paragraphs)
-        app.command(name, help=text)(func)
-        return func
-
-    return register
 
 
 def _check_rows(name: str, value: str, rows: int) -> None:
@@ -41,7 +26,7 @@ def _check_rows(name: str, value: str, rows: int) -> None:
         fail(name, value, f"small enough for at most {MAX_ROWS} output rows ({rows} requested)")
 
 
-@_command("focal")
+@app.command("focal")
 def focal(
     n: str = typer.Option("8", "--N", help="Group size(s) N >= 1: 8, 2,8,32 or 2..64:x2."),
     gamma: str = typer.Option("0,0.5,1", "--gamma", help="Focal exponents gamma >= 0."),
@@ -55,8 +40,8 @@ def focal(
     r_incorrect: float = typer.Option(
         0.0, "--r-incorrect", help="Reward of an incorrect rollout (< --r-correct)."
     ),
-    fmt: OutputFormat = _FORMAT,
-    output: Path | None = _OUTPUT,
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
 ) -> None:
     """Focal weight g = (1 - X/N)^gamma (P-12) and focal advantages g*A (P-13) for X = 0..N.
 
@@ -108,11 +93,11 @@ def focal(
     emit(df, fmt, output, title=f"focal advantages ({conv.name})")
 
 
-@_command("lr-multiplier")
+@app.command("lr-multiplier")
 def lr_multiplier_cmd(
     gamma: str = typer.Option("0,0.5,1,2", "--gamma", help="Focal exponents gamma >= 0."),
-    fmt: OutputFormat = _FORMAT,
-    output: Path | None = _OUTPUT,
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
 ) -> None:
     """Learning-rate multiplier m_gamma = B(3/2, gamma+3/2) / B(3/2, 3/2) (appendix N).
 
@@ -147,7 +132,7 @@ def _read_nc_csv(path: Path):
     return df
 
 
-@_command("passk")
+@app.command("passk")
 def passk(
     n: str | None = typer.Option(None, "--n", help="Sample counts n >= 1: 1024 or 64,1024."),
     c: str | None = typer.Option(None, "--c", help="Correct counts 0 <= c <= n: 3,10."),
@@ -158,8 +143,8 @@ def passk(
         help="CSV with columns n and c (one row per problem; other columns are kept); "
         "replaces --n/--c.",
     ),
-    fmt: OutputFormat = _FORMAT,
-    output: Path | None = _OUTPUT,
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
 ) -> None:
     """Unbiased pass@k = 1 - C(n-c, k)/C(n, k) from n samples with c correct (theory.md sec. 7).
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,13 +11,11 @@ import typer
 
 from .._validate import check_int_array, check_scalar, fail
 from ._app import app
-from ._common import OutputFormat, emit, parse_float_list
+from ._common import FORMAT_OPTION, OUTPUT_OPTION, OutputFormat, emit, parse_float_list
 
 if TYPE_CHECKING:
     import numpy as np
 
-_FORMAT = typer.Option(OutputFormat.table, "--format", help="Output format: table, csv or json.")
-_OUTPUT = typer.Option(None, "--output", help="Write the result to FILE instead of stdout.")
 
 #: Group-level quantities whose expectation the command reports.
 EXPECTED = (
@@ -51,18 +47,6 @@ class Method(StrEnum):
     auto = "auto"
     enumerate = "enumerate"
     monte_carlo = "monte-carlo"
-
-
-def _command(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a command whose --help shows the docstring's paragraphs as reflowed lines."""
-
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
-        text = "\n\n".join(" ".join(p.split()) for p in paragraphs)
-        app.command(name, help=text)(func)
-        return func
-
-    return register
 
 
 def _parse_group(text: str, n_actions: int) -> Any:
@@ -117,7 +101,7 @@ def _load_policy(
     return z, c, f"correct {correct}; incorrect {incorrect or '(none)'}"
 
 
-@_command("mass")
+@app.command("mass")
 def mass_cmd(
     correct: str | None = typer.Option(
         None,
@@ -171,8 +155,8 @@ def mass_cmd(
         help="Expectations by enumeration of all group outcomes, Monte Carlo, or auto "
         "(enumerate up to 20,000 outcomes).",
     ),
-    fmt: OutputFormat = _FORMAT,
-    output: Path | None = _OUTPUT,
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
 ) -> None:
     """Decompose the change of the correct mass after one update (P-17, Proposition 3.2 / P-10).
 

@@ -15,7 +15,9 @@ import typer
 from .._validate import check_array, fail, format_value
 from ._app import app
 from ._common import (
+    FORMAT_OPTION,
     MAX_LIST_LENGTH,
+    OUTPUT_OPTION,
     OutputFormat,
     check_output_path,
     emit,
@@ -34,8 +36,6 @@ N_MAX = 10**15
 _MU_HELP = "Success probability mu = pi(C), in (0, 1); comma-separated list, e.g. 0.2,0.5,0.8."
 _RHO_HELP = "Rarity rho = tau/mu of the rare correct subset, in (0, 1); list. Give --rho or --tau."
 _TAU_HELP = "Mass tau of the rare correct subset, in (0, mu); list. Give --tau or --rho."
-_FORMAT_HELP = "Output format: table, csv or json."
-_OUTPUT_HELP = "Write the result to FILE (in the chosen format; a table is written as CSV)."
 
 
 def _parse_mu_tau(
@@ -93,8 +93,8 @@ def miss_prob(
     mu: str = typer.Option(..., "--mu", help=_MU_HELP),
     rho: str | None = typer.Option(None, "--rho", help=_RHO_HELP),
     tau: str | None = typer.Option(None, "--tau", help=_TAU_HELP),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help=_FORMAT_HELP),
-    output: Path | None = typer.Option(None, "--output", help=_OUTPUT_HELP, metavar="FILE"),
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
     plot: Path | None = typer.Option(
         None,
         "--plot",
@@ -147,8 +147,8 @@ def peak(
     mu: str = typer.Option(..., "--mu", help=_MU_HELP),
     rho: str | None = typer.Option(None, "--rho", help=_RHO_HELP),
     tau: str | None = typer.Option(None, "--tau", help=_TAU_HELP),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help=_FORMAT_HELP),
-    output: Path | None = typer.Option(None, "--output", help=_OUTPUT_HELP, metavar="FILE"),
+    fmt: OutputFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
 ) -> None:
     """Group size N* that maximizes the tail-miss probability Pr(B) of Lemma 3.1.
 
