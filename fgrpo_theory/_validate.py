@@ -29,11 +29,14 @@ def fail(name: str, value: Any, requirement: str) -> NoReturn:
 
 
 def _interval(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    """``"in (0, 1)"`` for two bounds, ``"> 0"`` / ``">= 0"`` / ``"< 1"`` / ``"<= 1"`` for one."""
+    if hi is None and lo is not None:
+        return f"{'>' if lo_open else '>='} {format_value(lo)}"
+    if lo is None and hi is not None:
+        return f"{'<' if hi_open else '<='} {format_value(hi)}"
     left = "(" if lo_open else "["
     right = ")" if hi_open else "]"
-    lo_s = "-inf" if lo is None else format_value(lo)
-    hi_s = "inf" if hi is None else format_value(hi)
-    return f"in {left}{lo_s}, {hi_s}{right}"
+    return f"in {left}{format_value(lo)}, {format_value(hi)}{right}"
 
 
 def check_array(

@@ -80,7 +80,7 @@ def test_config_file_with_overrides(cli, tmp_path):
     [
         (["--K", "1"], "K must be >= 2; got 1"),
         (["--algo", "ppo"], "algo must be one of grpo, dapo, cispo; got 'ppo'"),
-        (["--lr", "0"], "lr must be in (0.0, inf]; got 0.0"),
+        (["--lr", "0"], "lr must be > 0.0; got 0.0"),
         (["--N", "0"], "--N must be >= 1; got 0"),
         (["--steps", "0"], "steps must be >= 1; got 0"),
         (["--correct", "9"], "correct must be an action index in [0, 5] (K = 6); got 9"),

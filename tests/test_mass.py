@@ -447,10 +447,10 @@ def test_focal_weight_scales_the_step():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(eta=0.0), "^eta must be in \\(0.0, inf\\]; got 0.0"),
+        (dict(eta=0.0), "^eta must be > 0.0; got 0.0"),
         (dict(eta=-1.0), "^eta must be"),
         (dict(rule="ppo"), "^rule must be one of"),
-        (dict(gamma=-0.5), "^gamma must be in \\[0.0, inf\\]; got -0.5"),
+        (dict(gamma=-0.5), "^gamma must be >= 0.0; got -0.5"),
         (dict(r_correct=0.0, r_incorrect=0.0), "^r_correct must be > r_incorrect = 0.0; got 0.0"),
         (dict(convention="trl"), "^convention must be None for rule 'theory'"),
         (dict(rule="logprob", convention="nope"), "^convention must be one of"),
