@@ -11,7 +11,17 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-__all__ = ["fail", "format_value", "check_array", "check_int_array", "check_scalar"]
+#: Largest integer magnitude accepted by :func:`check_int_array` (exact in float64).
+MAX_EXACT_INT = 2**53
+
+__all__ = [
+    "MAX_EXACT_INT",
+    "fail",
+    "format_value",
+    "check_array",
+    "check_int_array",
+    "check_scalar",
+]
 
 
 def format_value(value: Any) -> str:
@@ -96,11 +106,18 @@ def check_int_array(
     hi: int | None = None,
     allow_empty: bool = False,
 ) -> np.ndarray:
-    """Return ``x`` as an int64 array after checking every element is an integer in ``[lo, hi]``."""
+    """Return ``x`` as an int64 array after checking every element is an integer in ``[lo, hi]``.
+
+    Integers are exact in float64 only up to ``2**53``; larger magnitudes are refused
+    (:data:`MAX_EXACT_INT`) rather than silently rounded or wrapped by the int64 cast.
+    """
     arr = check_array(name, x, allow_empty=allow_empty)
     frac = arr != np.round(arr)
     if frac.any():
         fail(name, arr[frac].flat[0], "an integer")
+    huge = np.abs(arr) > MAX_EXACT_INT
+    if huge.any():
+        fail(name, arr[huge].flat[0], f"an integer of magnitude <= 2**53 = {MAX_EXACT_INT}")
     if lo is not None and (arr < lo).any():
         fail(name, int(arr[arr < lo].flat[0]), f">= {lo}")
     if hi is not None and (arr > hi).any():

@@ -265,6 +265,9 @@ def group_advantages(
         adv = centred
     else:
         std = r.std(axis=-1, ddof=1 if conv.std == "bessel" else 0, keepdims=True)
+        if not np.isfinite(std).all():
+            bad = r[np.broadcast_to(~np.isfinite(std), r.shape)].flat[0]
+            fail("rewards", bad, "small enough in magnitude for a finite group std")
         div = np.where(flat, conv.divisor(0.0), conv.divisor(std))
         if ((div == 0) & ~flat).any():
             bad = r[np.broadcast_to((div == 0) & ~flat, r.shape)].flat[0]
@@ -272,6 +275,9 @@ def group_advantages(
         adv = np.divide(centred, div, out=np.zeros_like(centred), where=div != 0)
     if conv.zero_variance == "zero":
         adv = np.where(flat, 0.0, adv)
+    if not np.isfinite(adv).all():
+        bad = r[~np.isfinite(adv)].flat[0]
+        fail("rewards", bad, "small enough in magnitude for finite centred rewards")
     return adv
 
 
@@ -348,6 +354,8 @@ def binary_advantages(
     rw = check_scalar("r_incorrect", r_incorrect)
     if not rc > rw:
         fail("r_correct", rc, f"> r_incorrect = {rw!r}")
+    if not np.isfinite(rc - rw):
+        fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
     x_arr, n_arr = np.broadcast_arrays(x_arr, n_arr)
     if (x_arr > n_arr).any():
         bad = x_arr > n_arr

@@ -304,8 +304,8 @@ def load_policy(
 
 def _load_array(path: str | Path, name: str) -> np.ndarray:
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file", str(path))
+    if not path.is_file():
+        fail(name, str(path), "an existing file")
     suffix = path.suffix.lower()
     if suffix == ".npy":
         try:
@@ -313,7 +313,10 @@ def _load_array(path: str | Path, name: str) -> np.ndarray:
         except (ValueError, OSError) as e:
             fail(name, str(path), f"a readable .npy file ({' '.join(str(e).split())})")
     if suffix in (".csv", ".txt"):
-        text = path.read_text()
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            fail(name, str(path), "a readable UTF-8 text file")
         tokens = [t for t in text.replace(",", " ").split()]
         if not tokens:
             fail(name, str(path), "a file with at least one value")

@@ -376,3 +376,13 @@ def test_lr_multiplier_validation():
         lr_multiplier(-1.0)
     assert isinstance(lr_multiplier(1.0), float)
     assert lr_multiplier(np.array([1.0])).shape == (1,)
+
+
+def test_overflowing_rewards_are_refused_not_nan():
+    # the std of [1e200, -1e200] overflows to inf, which would silently give advantages 0
+    with pytest.raises(ValueError, match="^rewards must be small enough"):
+        group_advantages([1e200, -1e200], "grpo")
+    with pytest.raises(ValueError, match="^rewards must be small enough"):
+        group_advantages([1.7e308, 1.7e308, -1e308], "dr-grpo")  # the sum overflows
+    with pytest.raises(ValueError, match="^r_correct must be such that"):
+        binary_advantages(1, 2, r_correct=1e308, r_incorrect=-1e308)

@@ -80,3 +80,19 @@ def test_table_cells_are_not_read_as_rich_markup(capsys):
     emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), title="[bold]x")
     out = capsys.readouterr().out
     assert "E[dq_pos]" in out and "[bold]x" in out
+
+
+def test_integers_beyond_float_precision_are_refused(cli):
+    # 2**63 would wrap in an int64 cast and 1e20 is not exact in float64: refuse, do not guess
+    r = cli("focal", "--N", "100000000000000000000")
+    assert r.code == 2 and r.err.startswith("Error: --N must be <= 9007199254740992")
+    with pytest.raises(ValueError, match="magnitude <= 2\\*\\*53"):
+        from fgrpo_theory.passk import pass_at_k
+
+        pass_at_k(2**63 - 1, 2**63 - 1, 2**63 - 1)
+
+
+def test_unwritable_output_is_a_one_line_error(cli):
+    r = cli("lr-multiplier", "--gamma", "0", "--output", "/dev/full")
+    assert r.code == 2
+    assert r.err.startswith("Error: cannot use the path") and r.err.count("\n") == 1

@@ -62,7 +62,10 @@ def test_figures_fast_default_out_is_gitignored_preview(cli, tmp_path, monkeypat
             ["figures", "fig1a_tail_miss", "--format", "gif"],
             "Error: --format must be one of pdf, png, svg; got 'gif'",
         ),
-        (["figures", "fig1a_tail_miss", "--dpi", "72"], "Error: --dpi must be >= 200; got 72"),
+        (
+            ["figures", "fig1a_tail_miss", "--dpi", "72"],
+            "Error: --dpi must be in [200, 2400]; got 72",
+        ),
     ],
 )
 def test_figures_errors(cli, args, message):

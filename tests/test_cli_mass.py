@@ -168,7 +168,10 @@ def test_bad_files(cli, tmp_path):
             "--correct-mask must be a mask with at least one correct action",
         ),
         (["--logits", tmp_path / "ok.npy", "--correct", "1x2"], "--correct must be left out"),
-        (["--logits", tmp_path / "missing.npy", "--n-correct", "1"], "file not found"),
+        (
+            ["--logits", tmp_path / "missing.npy", "--n-correct", "1"],
+            "--logits must be an existing file",
+        ),
     ]
     for args, fragment in cases:
         r = cli("mass", *args, "--samples", "5")

@@ -109,3 +109,11 @@ def test_unwritable_sweep_folder(cli, tmp_path):
     f.write_text("")
     r = cli("simulate", "--K", "6", "--N", "2,4", "--out", str(f))
     assert r.code == 2 and "--out must be a folder (it is a file)" in r.err
+
+
+def test_repeated_subset_name_and_overflowing_lr_are_user_errors(cli):
+    base = ["simulate", "--K", "6", "--N", "4", "--steps", "20", "--seeds", "1"]
+    r = cli(*base, "--subset", "a=1", "--subset", "a=2")
+    assert r.code == 2 and "--subset must be a NAME given once; got 'a=2'" in r.err
+    r = cli(*base, "--optimizer", "adam", "--lr", "1e308")
+    assert r.code == 2 and r.err.startswith("Error: lr must be small enough that the logits")

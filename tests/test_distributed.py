@@ -422,8 +422,6 @@ def test_run_sweep_distributed_starts_and_closes_its_cluster(local_run, tmp_path
 # -- the CLI (``simulate --scheduler``; the option itself lives in SIM's cli/simulate.py) --------
 @pytest.fixture
 def scheduler_cli(cli):
-    if "--scheduler" not in cli("simulate", "--help").out:
-        pytest.skip("simulate has no --scheduler option yet (one-line hook-up pending)")
     return cli
 
 

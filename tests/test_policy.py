@@ -120,5 +120,10 @@ def test_load_policy_errors(tmp_path):
         load_policy(tmp_path / "z.csv")
     with pytest.raises(ValueError, match="^--logits must be a .npy or .csv file"):
         load_policy(tmp_path / "z.txtx", n_correct=1)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ValueError, match="^--logits must be an existing file"):
         load_policy(tmp_path / "missing.npy", n_correct=1)
+    with pytest.raises(ValueError, match="^--logits must be an existing file"):
+        load_policy(tmp_path, n_correct=1)  # a folder
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ValueError, match="^--logits must be a readable UTF-8 text file"):
+        load_policy(tmp_path / "bin.csv", n_correct=1)

@@ -39,8 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _error("aborted")
     except ValueError as e:
         code = _error(str(e))
-    except FileNotFoundError as e:
-        code = _error(f"file not found: {e.filename}")
+    except OSError as e:  # a path the user gave cannot be read or written
+        where = f" '{e.filename}'" if e.filename else ""
+        code = _error(f"cannot use the path{where}: {e.strerror or e}")
     except Exception as e:  # Typer's usage errors (bad option, missing value, ...)
         if hasattr(e, "format_message") and hasattr(e, "exit_code"):
             _error(" ".join(e.format_message().split()))

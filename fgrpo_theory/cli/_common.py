@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import typer
 
-from .._validate import fail
+from .._validate import MAX_EXACT_INT, fail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,8 +69,11 @@ def parse_int_list(
 
     Items are comma-separated; each is an integer, an inclusive range ``A..B``, a range with step
     ``A..B:S`` or a geometric range ``A..B:xF`` (``A, A*F, A*F^2, ... <= B``, rounded to integers).
-    Every value must lie in ``[lo, hi]``. Errors name ``name`` and the offending item.
+    Every value must lie in ``[lo, hi]`` (``hi`` defaults to ``2**53``, the largest integer that
+    the library's float-based checks hold exactly). Errors name ``name`` and the offending item.
     """
+    if hi is None:
+        hi = MAX_EXACT_INT
     values: list[int] = []
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):

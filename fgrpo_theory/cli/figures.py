@@ -41,7 +41,7 @@ def figures_cmd(
         False, "--fast", help="Fewer seeds, steps and grid points; figures marked FAST PREVIEW."
     ),
     force: bool = typer.Option(False, "--force", help="Recompute cached data."),
-    dpi: int = typer.Option(300, "--dpi", help="PNG resolution (>= 200)."),
+    dpi: int = typer.Option(300, "--dpi", help="PNG resolution, 200 to 2400."),
 ) -> None:
     """Regenerate the figures of the analysis (data cached under experiments/data/).
 
@@ -84,8 +84,8 @@ def figures_cmd(
     for n in selected:
         registry.get(n)  # validate every name before running anything
     formats = _parse_formats(fmt)
-    if dpi < 200:
-        fail("--dpi", dpi, ">= 200")
+    if not 200 <= dpi <= 2400:
+        fail("--dpi", dpi, "in [200, 2400]")
     out_dir = out if out is not None else (FAST_OUT if fast else Path("figures"))
     if out_dir.exists() and not out_dir.is_dir():
         fail("--out", str(out_dir), "a folder")

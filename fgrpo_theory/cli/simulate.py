@@ -117,10 +117,14 @@ def simulate_cmd(
         sweep["pass_k"] = [int(v) for v in parse_int_list(pass_k, "--pass-k", lo=1)]
     if subset:
         subs = dict(sweep.get("subsets", {}))
+        given: set[str] = set()
         for item in subset:
             name, sep, spec = item.partition("=")
             if not sep or not name.strip() or not spec.strip():
                 fail("--subset", item, "NAME=SPEC such as rare=1..9999")
+            if name.strip() in given:
+                fail("--subset", item, "a NAME given once")
+            given.add(name.strip())
             subs[name.strip()] = spec.strip()
         sweep["subsets"] = subs
     if threads is not None and threads < 1:

@@ -235,6 +235,10 @@ def simulate(
         "step": np.tile(a["log_steps"], R),
     }
     flat = out.reshape(R * n_log, -1)
+    if not np.isfinite(flat[:, [M_QPOS, M_MRET, M_ENT]]).all():
+        from .._validate import fail
+
+        fail("lr", cfg.lr, "small enough that the logits stay finite (they overflowed in this run)")
     cols["q_pos"] = flat[:, M_QPOS]
     cols["m_ret"] = flat[:, M_MRET]
     cols["entropy"] = flat[:, M_ENT]
