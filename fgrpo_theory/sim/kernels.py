@@ -315,6 +315,19 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
         row[M_SUB0 + j] = acc[4 + j] + cmp[4 + j]
 
 
+@njit(cache=True, fastmath=FM, error_model="numpy", inline="always")
+def _log_row(z, correct, submask, p0, sum_p0c, row, groups, active, resamples, tails):
+    """Write the metrics of softmax(z) and the group counters into ``row``; reset ``tails``."""
+    _metrics(z, correct, submask, p0, sum_p0c, row)
+    row[M_GROUPS] = groups
+    row[M_ACTIVE] = active
+    row[M_RESAMPLES] = resamples
+    n_sub = submask.shape[0]
+    for s in range(n_sub):
+        row[M_SUB0 + n_sub + s] = tails[s]
+        tails[s] = 0
+
+
 _BLOCK = 64  # actions per block of the i.i.d. sampler's two-level CDF
 
 
@@ -630,14 +643,7 @@ def dense_run(
         for j in range(nd):
             cnt[touched[j]] = 0
         if li < n_log and step == log_steps[li]:
-            row = out[li]
-            _metrics(z, correct, submask, p0, sum_p0c, row)
-            row[M_GROUPS] = groups
-            row[M_ACTIVE] = active
-            row[M_RESAMPLES] = resamples
-            for s in range(n_sub):
-                row[M_SUB0 + n_sub + s] = tails[s]
-                tails[s] = 0
+            _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
             groups = 0
             active = 0
             resamples = 0
@@ -825,14 +831,7 @@ def tree_run(
         if rebuild:
             shift = tree_build(z, tree, P)
         if li < n_log and step == log_steps[li]:
-            row = out[li]
-            _metrics(z, correct, submask, p0, sum_p0c, row)
-            row[M_GROUPS] = groups
-            row[M_ACTIVE] = active
-            row[M_RESAMPLES] = resamples
-            for s in range(n_sub):
-                row[M_SUB0 + n_sub + s] = tails[s]
-                tails[s] = 0
+            _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
             groups = 0
             active = 0
             resamples = 0

@@ -85,6 +85,7 @@ def choose_sampler(cfg: SimConfig) -> str:
 def prepare(cfg: SimConfig) -> dict:
     """Arrays and scalars the kernels need (validated config in, NumPy arrays out)."""
     from ..advantages import binary_advantages, focal_weight
+    from ..policy import probabilities
 
     K, N = cfg.K, cfg.N
     z0 = parse_logits(cfg.logits, K)
@@ -108,8 +109,7 @@ def prepare(cfg: SimConfig) -> dict:
         from .._validate import fail
 
         fail("advantage", cfg.advantage, f"finite for N = {N}")
-    zs = z0 - z0.max()
-    p0 = np.exp(zs) / np.exp(zs).sum()
+    p0 = probabilities(z0)
     sum_p0c = float(p0[correct == 1].sum())
     clip_lo, clip_hi = cfg.clip_bounds()
     return dict(
