@@ -8,10 +8,13 @@ error, fixed seeds), brute-force scans over integer N, and hand-computed values.
 from __future__ import annotations
 
 import doctest
+import itertools
 import math
+from fractions import Fraction
 
 import mpmath
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -25,6 +28,7 @@ from fgrpo_theory.tail_miss import (
     hit_probability,
     peak_group_size,
     tail_miss_probability,
+    tail_miss_probability_given_active,
 )
 
 REL = 1e-12
@@ -396,3 +400,181 @@ def test_peak_broadcasts_and_handles_tiny_tau():
     p = [tail_miss_probability(tiny.n_star + k, 1 - 1e-12, 1e-12) for k in (-1, 0, 1)]
     assert p[1] >= max(p[0], p[2])
     assert tiny.p_peak == pytest.approx(0.24999616657336441972, rel=1e-12)  # mpmath pb() above
+
+
+# --------------------------------------------------------------------------------------------
+# peak when tau is within ~1e-9 (relative) of mu (issue 10 item 12)
+# --------------------------------------------------------------------------------------------
+
+# Continuous root by nc() above (mp.dps = 50); integer argmax by comparing pb(n) and pb(n + 1) at
+# n = floor(nc) with mp.dps = 50:
+#   r = nc(mu, tau); n = int(mpmath.floor(r))
+#   n_star = n if pb(n, mu, tau) >= pb(n + 1, mu, tau) else n + 1
+# (at the first two, Pr(B) at n and n + 1 differ in the 17th digit: 3.9235059151682945114e-11
+# against 3.9235059151682943055e-11, and 4.24391104479025596e-10 against 4.2439110447902553744e-10).
+PEAK_NEAR_MU_REFS = [
+    (1.0985812721926083e-08, 1.0985812720754425e-08, "91026492.065039957791", 91026492),
+    (7.322842159514167e-08, 7.32284215106643e-08, "13655899.474268347381", 13655899),
+    (0.3, 0.2999999997, "2.8036732537415405818", 3),
+    (1e-3, 1e-3 * (1 - 1e-11), "999.49991662997358711", 1000),
+    (0.999, 0.999 * (1 - 1e-9), "1.0840512768485849198", 2),
+]
+
+
+@pytest.mark.parametrize(("mu", "tau", "ref_cont", "ref_int"), PEAK_NEAR_MU_REFS)
+def test_peak_when_tau_is_close_to_mu(mu, tau, ref_cont, ref_int):
+    res = peak_group_size(mu, tau)
+    assert_close(res.n_star_continuous, float(mpmath.mpf(ref_cont)))
+    assert res.n_star == ref_int
+    assert res.p_peak == tail_miss_probability(ref_int, mu, tau)
+
+
+def test_peak_near_mu_as_array():
+    mu, tau, ref_cont, ref_int = zip(*PEAK_NEAR_MU_REFS, strict=True)
+    res = peak_group_size(np.array(mu), np.array(tau))
+    np.testing.assert_array_equal(res.n_star, ref_int)
+    np.testing.assert_allclose(res.n_star_continuous, [float(r) for r in ref_cont], rtol=REL)
+
+
+# --------------------------------------------------------------------------------------------
+# Pr(B | A_N): tail miss among active groups (docs/theory.md section 12)
+# --------------------------------------------------------------------------------------------
+
+# mpmath references. Produced by pb() and pa() above (the exact binary values of the floats) at
+# mp.dps = 700, agreeing to 40 digits with mp.dps = 750 (700 digits are needed for mu = 1e-200):
+#   with mpmath.workdps(700):
+#       print(mp.nstr(pb(N, mu, tau) / pa(N, mu), 20))
+GIVEN_ACTIVE_REFS = [
+    (2, 0.3, 0.015, "0.95"),
+    (64, 0.3, 0.015, "0.38011827676676758127"),
+    (1.000000001, 0.5, 0.1, "0.89196845375519856594"),
+    (2, 0.999999999999, 1e-12, "0.999999999999"),
+    (3, 1e-200, 1e-210, "0.9999999999"),
+    (10, 1e-12, 1e-13, "0.89999999999959499495"),
+    (10000000.0, 0.999999999999, 1e-12, "0.99999000005099981333"),
+    (1000000.0, 0.3, 1e-07, "0.90483741351177219678"),
+    (5000, 0.3, 0.05, "4.1497931000097002716e-112"),
+    (131072, 0.64, 6.3e-05, "0.00025922967236812539587"),
+    (100, 0.5, 0.4999999999, "1.5777219566027601503e-38"),
+    (1.5, 0.3, 0.015, "0.95901543498729044034"),
+]
+
+
+@pytest.mark.parametrize(("N", "mu", "tau", "ref"), GIVEN_ACTIVE_REFS)
+def test_given_active_matches_mpmath(N, mu, tau, ref):
+    assert_close(tail_miss_probability_given_active(N, mu, tau), float(mpmath.mpf(ref)))
+
+
+def _exact_three_region(N: int, mu: float, tau: float) -> tuple[Fraction, Fraction]:
+    """Pr(B) and Pr(A_N) by exact enumeration of the multinomial over (E, C minus E, wrong)."""
+    t, m = Fraction(tau), Fraction(mu)
+    probs = (t, m - t, 1 - m)
+    p_b = p_a = Fraction(0)
+    for e, r in itertools.product(range(N + 1), repeat=2):
+        w = N - e - r
+        if w < 0:
+            continue
+        coef = math.factorial(N) // (math.factorial(e) * math.factorial(r) * math.factorial(w))
+        p = coef * probs[0] ** e * probs[1] ** r * probs[2] ** w
+        if e + r > 0 and w > 0:
+            p_a += p
+            if e == 0:
+                p_b += p
+    return p_b, p_a
+
+
+@pytest.mark.parametrize("N", [2, 3, 5, 8, 13])
+@pytest.mark.parametrize(("mu", "tau"), [(0.3, 0.015), (0.5, 0.25), (0.9, 0.6), (1e-6, 1e-9)])
+def test_given_active_matches_exact_enumeration(N, mu, tau):
+    p_b, p_a = _exact_three_region(N, mu, tau)
+    assert_close(tail_miss_probability_given_active(N, mu, tau), float(p_b / p_a), rel=1e-14)
+    assert_close(tail_miss_probability(N, mu, tau), float(p_b), rel=1e-14)
+
+
+@pytest.mark.parametrize("N", [2, 5, 16, 64])
+def test_given_active_monte_carlo(N):
+    """Fraction of active multinomial groups that miss E; 5 binomial standard errors."""
+    mu, tau = 0.3, 0.015
+    rng = np.random.default_rng(20261122 + N)
+    n_e, n_rest, n_wrong = rng.multinomial(N, [tau, mu - tau, 1 - mu], size=200_000).T
+    active = (n_e + n_rest > 0) & (n_wrong > 0)
+    est = (active & (n_e == 0)).sum() / active.sum()
+    p = tail_miss_probability_given_active(N, mu, tau)
+    se = math.sqrt(p * (1 - p) / active.sum())
+    assert abs(est - p) <= 5 * se, (est, p, se)
+
+
+def test_given_active_section_12_values_and_monotone_in_N():
+    # docs/theory.md section 12: mu = 0.3, rho = 0.05 gives 0.95 at N = 2 and 0.38 at N = 64
+    assert tail_miss_probability_given_active(2, 0.3, 0.015) == pytest.approx(0.95, rel=1e-14)
+    assert round(tail_miss_probability_given_active(64, 0.3, 0.015), 2) == 0.38
+    N = np.arange(2, 2000)
+    for mu, rho in [(0.3, 0.05), (0.8, 0.01), (0.05, 0.5), (0.999, 1e-4)]:
+        p = tail_miss_probability_given_active(N, mu, mu * rho)
+        assert np.all(np.diff(p) <= 0)
+        assert np.all(p >= tail_miss_probability(N, mu, mu * rho))
+
+
+@pytest.mark.parametrize("N", [1, 1.0, 0.5, [4, 1]])
+def test_given_active_refuses_N_of_one(N):
+    with pytest.raises(ValueError, match=r"^N must be > 1 .*undefined at N = 1.*; got ") as info:
+        tail_miss_probability_given_active(N, 0.3, 0.015)
+    assert "\n" not in str(info.value)
+
+
+def test_given_active_validates_mu_and_tau():
+    with pytest.raises(ValueError, match=r"^tau must be < mu"):
+        tail_miss_probability_given_active(4, 0.3, 0.3)
+    with pytest.raises(ValueError, match=r"^mu must be in \(0, 1\); got 1\.0$"):
+        tail_miss_probability_given_active(4, 1.0, 0.3)
+
+
+# --------------------------------------------------------------------------------------------
+# pandas Series keep their index
+# --------------------------------------------------------------------------------------------
+
+
+def test_series_keep_their_index():
+    idx = pd.Index(["x", "y", "z"], name="prompt")
+    N = pd.Series([2.0, 8.0, 64.0], index=idx)
+    mu = pd.Series([0.3, 0.5, 0.8], index=idx)
+    cases = [
+        (tail_miss_probability(N, mu, 0.01), "p_tail_miss", tail_miss_probability(8, 0.5, 0.01)),
+        (active_probability(N, mu), "p_active", active_probability(8, 0.5)),
+        (hit_probability(N, 0.01), "p_hit", hit_probability(8, 0.01)),
+        (
+            tail_miss_probability_given_active(N, mu, 0.01),
+            "p_tail_miss_given_active",
+            tail_miss_probability_given_active(8, 0.5, 0.01),
+        ),
+        (
+            expected_missed_modes(N, mu, [0.01, 0.02]),
+            "expected_missed_modes",
+            expected_missed_modes(8, 0.5, [0.01, 0.02]),
+        ),
+        (
+            all_modes_missed_probability(N, mu, [0.01, 0.02]),
+            "p_all_modes_missed",
+            all_modes_missed_probability(8, 0.5, [0.01, 0.02]),
+        ),
+    ]
+    for got, name, at_y in cases:
+        assert isinstance(got, pd.Series) and got.index.equals(idx) and got.name == name
+        assert got["y"] == at_y
+    # one Series among scalars and arrays of its shape
+    got = tail_miss_probability(8, mu, np.array([0.01, 0.02, 0.03]))
+    assert isinstance(got, pd.Series) and got.index.equals(idx)
+    res = peak_group_size(mu, 0.01)
+    for field, name in zip(res, PeakResult._fields, strict=True):
+        assert isinstance(field, pd.Series) and field.index.equals(idx) and field.name == name
+    assert res.n_star["z"] == peak_group_size(0.8, 0.01).n_star
+    # a result with more dimensions than the Series is an ndarray
+    grid = tail_miss_probability(np.array([[2.0], [4.0]]), mu, 0.01)
+    assert type(grid) is np.ndarray and grid.shape == (2, 3)
+
+
+def test_series_with_different_indexes_are_refused():
+    a = pd.Series([2.0, 8.0], index=[0, 1])
+    b = pd.Series([0.3, 0.5], index=[1, 2])
+    with pytest.raises(ValueError, match=r"^mu must be a Series with the index of N; got "):
+        tail_miss_probability(a, b, 0.01)
