@@ -1,9 +1,235 @@
 """fgrpo-theory: the theory of F-GRPO (arXiv 2602.06717) as closed forms, a simulator and figures.
 
-Importing this package is cheap: it never imports or compiles Numba code. The simulator lives in
-:mod:`fgrpo_theory.sim` and is imported on first use.
+Use it as ``import fgrpo_theory as ft``; every name below is reachable as ``ft.<name>``. Names
+are imported on first use (PEP 562), so ``import fgrpo_theory`` is cheap: it loads neither Numba
+nor matplotlib nor the simulator, and ``ft.tail_miss_probability`` loads only its own module.
+Closed forms broadcast like ``scipy.stats``: Python floats for scalar inputs, NumPy arrays
+otherwise, and a pandas Series keeps its index. Equation labels "(P-n)" are equation n of
+arXiv 2602.06717 v2; ``docs/theory.md`` restates the science and ``docs/equations.md`` maps each
+equation to the one function that computes it.
+
+Closed forms: tail miss
+-----------------------
+   active_probability                    -- Pr(A_N) that a group of N is active (P-7)
+   hit_probability                       -- Pr(at least one rollout in a subset of mass tau)
+   tail_miss_probability                 -- Pr(B), active yet missing a rare mode (Lemma 3.1)
+   tail_miss_probability_given_active    -- Pr(B | A_N), what dynamic sampling keeps
+   expected_missed_modes                 -- expected number of rare modes an active group misses
+   all_modes_missed_probability          -- Pr(an active group misses every rare mode)
+
+Closed forms: peak over the group size
+--------------------------------------
+   peak_group_size                       -- integer and continuous argmax N* of Pr(B)
+   PeakResult                            -- (n_star, n_star_continuous, p_peak)
+
+Closed forms: advantages and focal weights
+------------------------------------------
+   AdvantageConvention                   -- how a group of rewards becomes advantages
+   get_convention                        -- a preset convention (grpo, trl, verl, ...) by name
+   group_advantages                      -- advantages of every rollout of groups (P-3)
+   binary_advantages                     -- A+ and A- of a binary group in closed form
+   focal_weight                          -- g = (1 - mu_hat)^gamma (P-12)
+   focal_advantages                      -- A_F = g * A (P-13)
+   weighted_magnitudes                   -- g |A+| and g |A-| against mu (Fig. 4)
+   lr_multiplier                         -- m_gamma of appendix N
+
+Closed forms: pass@k
+--------------------
+   pass_at_k                             -- unbiased estimator 1 - C(n-c, k) / C(n, k)
+   pass_at_k_exact                       -- 1 - (1 - mu)^k of a categorical policy
+
+Tidy tables (DataFrames with the CLI's columns)
+-----------------------------------------------
+   tail_miss_table                       -- p_active, p_tail_miss, p_hit over N x mu x rho
+   peak_table                            -- n_star, n_star_continuous, p_peak over mu x rho
+   focal_table                           -- focal weights and weighted advantages over mu x gamma
+   passk_table                           -- pass@k over n, c, k or mu, k
+
+Policies
+--------
+   logits_from_spec                      -- logits from a logit spec such as "5.0x1,3.0x9999"
+   policy_from_specs                     -- logits and correct mask from two specs
+   paper_policy                          -- the simulation start of appendix J
+   probabilities                         -- softmax(logits)
+   log_probabilities                     -- log softmax(logits)
+   success_probability                   -- mu = pi(C) (P-2)
+   load_logits                           -- logits from a spec, .npy or .csv
+   load_correct_mask                     -- correct mask from an index set or file
+   load_policy                           -- logits and correct mask together
+
+Mass redistribution (one update of a softmax policy)
+----------------------------------------------------
+   Group                                 -- a sampled group, sparse
+   make_group                            -- a Group from actions and counts
+   sample_group                          -- draw a Group from softmax(logits)
+   GroupStatistics                       -- Q_pos, P_pos, A2, B2, U2, S_R, ... of a group
+   group_statistics                      -- the statistics of one group
+   P17Terms                              -- terms of the total correct mass change
+   P10Terms                              -- terms of the unsampled correct mass change
+   total_correct_change_p17              -- first-order change of Q_pos (P-17)
+   unsampled_correct_change_p10          -- first-order change of Q_u (Proposition 3.2, P-10)
+   logit_step                            -- logit change of one update (P-5)
+   prob_change_first_order               -- first-order softmax change (P-18)
+   subset_change_first_order             -- first-order change of a subset's mass (P-19)
+   exact_prob_change                     -- exact softmax(z + dz) - softmax(z)
+   exact_subset_change                   -- exact change of a subset's mass
+   OneStepResult                         -- first-order and exact changes of one update
+   one_step                              -- one update on one group, decomposed
+   expected_unsampled_square_mass        -- E[U2] = sum p^2 (1 - p)^N
+   expected_sampled_mass_given_correct   -- E[P_pos | X=k], E[P_neg | X=k] (Lemma H.1)
+   expected_baseline_given_correct       -- E[S_R | X=k] (Corollary H.2)
+   LogprobDrift                          -- expected drift of the log-prob update
+   expected_logprob_drift                -- the expected log-prob step (docs/theory.md sec. 6)
+   count_outcomes                        -- number of distinct group outcomes
+   ExpectationResult                     -- expectations over the group draw
+   expected_change                       -- expected one-step change by enumeration or MC
+
+Simulator (Numba; compiled on the first simulation)
+---------------------------------------------------
+   SimConfig                             -- one simulated experiment, validated
+   simulate                              -- run every prompt x seed of a SimConfig
+   load_config                           -- read a TOML config file
+   preset_names                          -- names of the shipped paper configurations
+   load_preset                           -- a shipped configuration by name
+
+Sweeps
+------
+   expand_grid                           -- list-valued fields to a grid of SimConfigs
+   load_sweep                            -- a TOML sweep file as a list of SimConfigs
+   run_sweep                             -- run a sweep with resumable per-config results
+   run_sweep_distributed                 -- the same on a Dask cluster (extra "dask")
+
+Self-check
+----------
+   run_validation                        -- every closed form against its oracle
+
+Populations and diagnostics
+---------------------------
+   To come (prompt populations, dataset-level metrics, fair focal comparisons).
+
+Submodules
+----------
+``tail_miss``, ``advantages``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``,
+``distributed``, ``validation``, ``plotting`` (matplotlib; import it explicitly).
 """
 
-from __future__ import annotations
-
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it (imported on first access).
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "active_probability",
+            "hit_probability",
+            "tail_miss_probability",
+            "tail_miss_probability_given_active",
+            "expected_missed_modes",
+            "all_modes_missed_probability",
+            "peak_group_size",
+            "PeakResult",
+        ],
+        "fgrpo_theory.tail_miss",
+    ),
+    **dict.fromkeys(
+        [
+            "AdvantageConvention",
+            "get_convention",
+            "group_advantages",
+            "binary_advantages",
+            "focal_weight",
+            "focal_advantages",
+            "weighted_magnitudes",
+            "lr_multiplier",
+        ],
+        "fgrpo_theory.advantages",
+    ),
+    **dict.fromkeys(["pass_at_k", "pass_at_k_exact"], "fgrpo_theory.passk"),
+    **dict.fromkeys(
+        ["tail_miss_table", "peak_table", "focal_table", "passk_table"], "fgrpo_theory.tables"
+    ),
+    **dict.fromkeys(
+        [
+            "logits_from_spec",
+            "policy_from_specs",
+            "paper_policy",
+            "probabilities",
+            "log_probabilities",
+            "success_probability",
+            "load_logits",
+            "load_correct_mask",
+            "load_policy",
+        ],
+        "fgrpo_theory.policy",
+    ),
+    **dict.fromkeys(
+        [
+            "Group",
+            "make_group",
+            "sample_group",
+            "GroupStatistics",
+            "group_statistics",
+            "P17Terms",
+            "P10Terms",
+            "total_correct_change_p17",
+            "unsampled_correct_change_p10",
+            "logit_step",
+            "prob_change_first_order",
+            "subset_change_first_order",
+            "exact_prob_change",
+            "exact_subset_change",
+            "OneStepResult",
+            "one_step",
+            "expected_unsampled_square_mass",
+            "expected_sampled_mass_given_correct",
+            "expected_baseline_given_correct",
+            "LogprobDrift",
+            "expected_logprob_drift",
+            "count_outcomes",
+            "ExpectationResult",
+            "expected_change",
+        ],
+        "fgrpo_theory.mass",
+    ),
+    **dict.fromkeys(
+        ["SimConfig", "simulate", "load_config", "expand_grid", "load_sweep", "run_sweep"],
+        "fgrpo_theory.sim",
+    ),
+    **dict.fromkeys(["preset_names", "load_preset"], "fgrpo_theory.sim.presets"),
+    "run_sweep_distributed": "fgrpo_theory.distributed",
+    "run_validation": "fgrpo_theory.validation",
+}
+
+#: Submodules reachable as attributes (``ft.mass``, ``ft.sim``, ...), also imported on first use.
+_SUBMODULES = (
+    "tail_miss",
+    "advantages",
+    "passk",
+    "policy",
+    "tables",
+    "mass",
+    "sim",
+    "distributed",
+    "validation",
+    "plotting",
+)
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name (or a submodule) on first access (PEP 562)."""
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later accesses skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """Public names, submodules and ``__version__`` (what tab completion should offer)."""
+    return sorted({*__all__, *_SUBMODULES, "__version__"})
