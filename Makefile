@@ -1,4 +1,5 @@
-# Quick start: `make reproduce` and `make test`. Both create .venv on first use.
+# Quick start: `make reproduce` and `make test` (= `make lint`, then pytest). All create .venv on
+# first use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,8 +21,11 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 reproduce: $(VENV)/.installed
 	$(BIN)/fgrpo-theory figures all
 
-test: $(VENV)/.installed-test
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test
