@@ -578,3 +578,42 @@ def test_series_with_different_indexes_are_refused():
     b = pd.Series([0.3, 0.5], index=[1, 2])
     with pytest.raises(ValueError, match=r"^mu must be a Series with the index of N; got "):
         tail_miss_probability(a, b, 0.01)
+
+
+def _mp_peak(mu: float, tau: float) -> tuple[mpmath.mpf, int]:
+    """nc() of the reference snippet above and the integer argmax beside it, at 50 digits."""
+    with mpmath.workdps(50):
+        m, t = mpmath.mpf(mu), mpmath.mpf(tau)
+        a, b, c = 1 - t, m - t, 1 - m
+
+        def f(n):
+            return mpmath.log((b / a) ** n * -mpmath.log(b) + (c / a) ** n * -mpmath.log(c)) - (
+                mpmath.log(-mpmath.log(a))
+            )
+
+        hi = mpmath.mpf(2)
+        while f(hi) > 0:
+            hi *= 2
+        root = mpmath.findroot(f, (mpmath.mpf(1), hi), solver="anderson")
+        n = int(mpmath.floor(root))
+
+        def pb(k):
+            return a**k - b**k - c**k
+
+        return root, (n if pb(n) >= pb(n + 1) else n + 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    log_mu=st.floats(-9, -0.01),
+    near_one=st.booleans(),
+    log_gap=st.floats(-13, -1),
+)
+def test_peak_near_mu_property_vs_mpmath(log_mu, near_one, log_gap):
+    mu = 1 - 10**log_mu if near_one else 10**log_mu
+    tau = mu * (1 - 10**log_gap)
+    assume(0 < tau < mu < 1)
+    root, n_star = _mp_peak(mu, tau)
+    res = peak_group_size(mu, tau)
+    assert_close(res.n_star_continuous, float(root))
+    assert res.n_star == n_star
