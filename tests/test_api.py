@@ -120,3 +120,15 @@ def test_single_version_source():
 
 def test_py_typed_marker_exists():
     assert (ROOT / "fgrpo_theory" / "py.typed").is_file()
+
+
+def test_star_import_gives_every_public_name():
+    missing = sorted({m for m in ft._LAZY.values() if importlib.util.find_spec(m) is None})
+    if missing:
+        pytest.skip(f"not on this branch: {', '.join(missing)}")
+    code = (
+        "from fgrpo_theory import *\n"
+        "import fgrpo_theory as ft\n"
+        "assert all(name in globals() for name in ft.__all__)"
+    )
+    assert "numba" not in _loaded_after(code)
