@@ -77,7 +77,7 @@ def test_table_cells_are_not_read_as_rich_markup(capsys):
 
     from fgrpo_theory.cli._common import emit
 
-    emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), title="[bold]x")
+    emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), "table", title="[bold]x")
     out = capsys.readouterr().out
     assert "E[dq_pos]" in out and "[bold]x" in out
 
@@ -95,4 +95,5 @@ def test_integers_beyond_float_precision_are_refused(cli):
 def test_unwritable_output_is_a_one_line_error(cli):
     r = cli("lr-multiplier", "--gamma", "0", "--output", "/dev/full")
     assert r.code == 2
-    assert r.err.startswith("Error: cannot use the path") and r.err.count("\n") == 1
+    assert r.err.startswith("Error: --output must be a writable path (No space left on device)")
+    assert "'/dev/full'" in r.err and r.err.count("\n") == 1
