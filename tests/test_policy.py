@@ -1,4 +1,4 @@
-"""Policies (logit-spec grammar: tests/test_spec.py): the paper's 128,000-action start, validation and file loading."""
+"""Policies (spec grammar: tests/test_spec.py): the 128,000-action start, checks, file loading."""
 
 from __future__ import annotations
 
