@@ -44,6 +44,7 @@ PAPER_CORRECT_SPEC = "5.0x1,3.0x9999"
 #: Logit spec of the incorrect actions of the paper's simulation.
 PAPER_INCORRECT_SPEC = "0.0x118000"
 
+
 def _logits(spec: str, name: str, allow_empty: bool = False) -> np.ndarray:
     """A logit spec (grammar of :func:`fgrpo_theory._spec.parse_logits`); ``""`` may mean none."""
     if allow_empty and isinstance(spec, str) and not spec.strip():

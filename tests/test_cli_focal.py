@@ -210,3 +210,19 @@ def test_passk_huge_counts_need_no_huge_arrays(cli, args):
     assert r.code == 0, r.err
     assert _csv(r.out).pass_at_k.tolist() == [1.0]
     assert peak < 50_000_000
+
+
+def test_focal_and_passk_tables_are_what_the_cli_prints(cli):
+    from fgrpo_theory.tables import focal_table, passk_table
+
+    r = cli("focal", "--N", "2,5", "--gamma", "0,2", "--advantage", "rloo", "--format", "csv")
+    lib = focal_table([2, 5], [0, 2], advantage="rloo")
+    pd.testing.assert_frame_equal(lib, _csv(r.out), check_dtype=False)
+    # RLOO, X = 1 of 2, rewards 1,-1: A+ = R - mean of the others = 1 - (-1) = 2; g = (1/2)^2
+    row = lib[(lib.gamma == 2) & (lib.N == 2) & (lib.X == 1)].iloc[0]
+    assert row.g == 0.25 and row.adv_pos == pytest.approx(0.5, rel=1e-15)
+    n = pd.Series([4, 1024], index=["p1", "p2"])
+    t = passk_table(n, pd.Series([1, 3], index=["p1", "p2"]), 2)
+    assert t.index.tolist() == ["p1", "p2"] and t.loc["p1", "pass_at_k"] == 0.5
+    with pytest.raises(ValueError, match="^c must be <= n = 4; got 5"):
+        passk_table(4, 5, 1)

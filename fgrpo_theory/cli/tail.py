@@ -14,7 +14,14 @@ import typer
 from .. import _spec
 from .._validate import fail
 from ._app import app
-from ._common import FORMAT_OPTION, OUTPUT_OPTION, OutputFormat, check_output_path, emit
+from ._common import (
+    FORMAT_OPTION,
+    OUTPUT_OPTION,
+    OutputFormat,
+    atomic_path,
+    check_output_path,
+    emit,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,8 +59,10 @@ def _save_plot(df: pd.DataFrame, plot: Path) -> None:
         fig = new_figure()
         ax = fig.subplots()
         plot_tail_miss(ax, df)
-        paths = save_figure(fig, plot.with_suffix(""), formats=(plot.suffix.lower()[1:],))
-    print(f"wrote plot to {paths[0]}", file=sys.stderr)
+        # Whole or not at all: render to a temporary file beside the target, then rename.
+        with atomic_path(plot, name="--plot") as tmp:
+            save_figure(fig, tmp.with_suffix(""), formats=(plot.suffix.lower()[1:],))
+    print(f"wrote plot to {plot}", file=sys.stderr)
 
 
 @app.command("miss-prob")
