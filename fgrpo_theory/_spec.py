@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import MAX_EXACT_INT, fail, format_value
+from ._validate import MAX_EXACT_INT, fail
 
 __all__ = [
     "MAX_ACTIONS",

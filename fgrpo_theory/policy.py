@@ -14,7 +14,6 @@ actions at 0.0, correct actions first, so ``mu`` is about 0.63.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
