@@ -157,8 +157,12 @@ def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
             else:
                 cells.append(escape(str(v)))
         table.add_row(*cells)
-    # Console() sizes itself to the terminal (or $COLUMNS, else 80): never wider.
-    Console(file=out).print(table)
+    # A terminal (or $COLUMNS) sets the width and the table wraps to fit it; a table asked for
+    # explicitly on a pipe, with no $COLUMNS, gets room for its columns instead of 80 characters.
+    width = None
+    if not _is_terminal(out) and not os.environ.get("COLUMNS"):
+        width = max(100, 14 * len(df.columns))
+    Console(file=out, width=width).print(table)
 
 
 def _handle_stdout_error(e: OSError) -> None:
