@@ -33,6 +33,12 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _short(value: Any) -> Any:
+    """``value``, or its text cut to 60 characters if longer (a bad input can be a whole column)."""
+    text = " ".join(format_value(value).split())
+    return value if len(text) <= 60 else text[:57] + "..."
+
+
 def fail(name: str, value: Any, requirement: str) -> NoReturn:
     """Raise ``ValueError("<name> must be <requirement>; got <value>")``."""
     raise ValueError(f"{name} must be {requirement}; got {format_value(value)}")
@@ -59,7 +65,9 @@ def check_array(
     hi_open: bool = False,
     allow_empty: bool = False,
 ) -> np.ndarray:
-    """Return ``x`` as a float array after checking every element is finite and in range.
+    """Return ``x`` as a float array after checking every element is real, finite and in range.
+
+    Complex input (even with zero imaginary parts) is refused, never truncated to its real part.
 
     Parameters
     ----------
@@ -80,9 +88,14 @@ def check_array(
         On the first element that is NaN, infinite or outside the interval.
     """
     try:
+        if np.iscomplexobj(x):
+            z = np.asarray(x).ravel()
+            fail(name, z[0] if z.size else x, "a real number or an array of real numbers")
         arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        fail(name, x, "a number or an array of numbers")
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, ValueError) and str(e).startswith(f"{name} must be"):
+            raise
+        fail(name, _short(x), "a number or an array of numbers")
     if arr.size == 0 and not allow_empty:
         fail(name, "[]", "non-empty")
     bad = ~np.isfinite(arr)

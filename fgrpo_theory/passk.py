@@ -19,23 +19,42 @@ from ._validate import check_array, check_int_array, fail
 __all__ = ["pass_at_k", "pass_at_k_exact"]
 
 
+#: Largest number of log1p factors summed directly; beyond it mpmath's loggamma is used (O(1)).
+_DIRECT_TERMS = 100_000
+#: When c k / n exceeds this, C(n-c, k)/C(n, k) <= exp(-c k / n) < 2e-22 and pass@k rounds to 1.
+_SATURATION = 50.0
+
+
 def _log_miss_ratio(n: int, c: int, k: int) -> float:
-    """log C(n-c, k) / C(n, k) for 0 < c, 0 < k, n - c >= k, as an exactly rounded sum of logs.
+    """log C(n-c, k) / C(n, k) for 0 < c, 0 < k, n - c >= k, in O(1) memory.
 
     C(n-c, k)/C(n, k) = prod_{i<k} (1 - c/(n-i)) = prod_{j<c} (1 - k/(n-j)) = C(n-k, c)/C(n, c);
-    the shorter product has min(c, k) factors, each taken as log1p (1 ulp) and summed with fsum.
+    the shorter product has m = min(c, k) factors. Up to :data:`_DIRECT_TERMS` factors each is
+    taken as log1p (1 ulp) and summed with fsum; beyond, the log-gamma difference
+    lgamma(n-o+1) - lgamma(n-o-m+1) - lgamma(n+1) + lgamma(n-m+1) (o = max(c, k)) is evaluated
+    by mpmath with enough digits that the cancellation of its ~1e17-sized terms costs nothing.
+    Callers handle ``m * o / n > _SATURATION`` (the ratio is then below 2e-22) without calling.
     """
     m, other = (c, k) if c <= k else (k, c)
-    denom = n - np.arange(m, dtype=float)
-    return math.fsum(np.log1p(-other / denom).tolist())
+    if m <= _DIRECT_TERMS:
+        denom = n - np.arange(m, dtype=float)
+        return math.fsum(np.log1p(-other / denom).tolist())
+    import mpmath
+
+    with mpmath.workdps(60):
+        lg = mpmath.loggamma
+        value = lg(n - other + 1) - lg(n - other - m + 1) - lg(n + 1) + lg(n - m + 1)
+        return float(value)
 
 
 def pass_at_k(n: Any, c: Any, k: Any) -> np.ndarray | float:
     """Unbiased pass@k estimator 1 - C(n-c, k) / C(n, k) from n samples with c correct.
 
-    Computed as -expm1 of a sum of log1p terms (min(c, k) of them), so it neither overflows for
-    n = 1e5 nor loses relative accuracy when pass@k is tiny; it is exactly 1 when n - c < k and
-    exactly 0 when c = 0.
+    Computed as -expm1 of the log of C(n-c, k)/C(n, k) (a sum of min(c, k) log1p terms, or a
+    high-precision log-gamma difference when there are more than 100,000), so it neither
+    overflows nor loses relative accuracy when pass@k is tiny, and needs O(1) memory for any
+    n <= 2**53. It is exactly 1 when n - c < k, exactly 0 when c = 0, and rounds to 1 when
+    c k / n > 50 (the miss ratio is then below exp(-50)).
 
     Parameters
     ----------
@@ -70,9 +89,15 @@ def pass_at_k(n: Any, c: Any, k: Any) -> np.ndarray | float:
     if todo.any():
         triples = np.stack([n_arr[todo], c_arr[todo], k_arr[todo]], axis=1)
         uniq, inverse = np.unique(triples, axis=0, return_inverse=True)
-        vals = np.array([-math.expm1(_log_miss_ratio(*map(int, t))) for t in uniq])
+        vals = np.array([_pass_from_triple(*map(int, t)) for t in uniq])
         out[todo] = vals[inverse.reshape(-1)]
     return float(out) if out.ndim == 0 else out
+
+
+def _pass_from_triple(n: int, c: int, k: int) -> float:
+    if c * k > _SATURATION * n:  # exact integer test: the miss ratio is < exp(-50)
+        return 1.0
+    return -math.expm1(_log_miss_ratio(n, c, k))
 
 
 def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:

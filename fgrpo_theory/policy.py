@@ -4,8 +4,9 @@ A categorical policy (theory.md sections 5 and 8) is a vector of logits ``z`` ov
 a boolean mask of the correct actions C; its probabilities are ``p = softmax(z)`` (temperature 1)
 and its success probability is ``mu = pi(C) = sum_C p`` (P-2).
 
-Policies are given compactly as *logit specs*: comma-separated items ``LOGIT`` (one action) or
-``LOGITxCOUNT`` (``COUNT`` actions with that logit), e.g. ``"5.0x1,3.0x9999"``. The paper's
+Policies are given compactly as *logit specs* (grammar owned by :mod:`fgrpo_theory._spec`):
+comma-separated items ``VALUE`` (one action) or ``VALUExCOUNT``, e.g. ``"5.0x1,3.0x9999"``, or a
+``.npy`` / ``.csv`` file of a 1-D array. The paper's
 simulation start (appendix J, theory.md section 8) is :func:`paper_policy`: 128,000 actions, one
 "anchor" correct action at logit 5.0, 9,999 other correct actions at 3.0 and 118,000 incorrect
 actions at 0.0, correct actions first, so ``mu`` is about 0.63.
@@ -13,20 +14,19 @@ actions at 0.0, correct actions first, so ``mu`` is about 0.63.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import log_softmax, softmax
 
+from ._spec import MAX_ACTIONS, parse_logits
 from ._validate import check_array, check_int_array, fail
 
 __all__ = [
     "PAPER_CORRECT_SPEC",
     "PAPER_INCORRECT_SPEC",
     "MAX_ACTIONS",
-    "logits_from_spec",
     "policy_from_specs",
     "paper_policy",
     "check_policy",
@@ -42,73 +42,13 @@ __all__ = [
 PAPER_CORRECT_SPEC = "5.0x1,3.0x9999"
 #: Logit spec of the incorrect actions of the paper's simulation.
 PAPER_INCORRECT_SPEC = "0.0x118000"
-#: Largest number of actions a spec may expand to (an 8-byte logit each: 400 MB).
-MAX_ACTIONS = 50_000_000
-
-_SPEC_GRAMMAR = "a comma-separated list of LOGIT or LOGITxCOUNT items with COUNT >= 1"
 
 
-def logits_from_spec(spec: str, *, name: str = "spec", allow_empty: bool = False) -> np.ndarray:
-    """Expand a logit spec such as ``"5.0x1,3.0x9999"`` into a 1-d array of logits.
-
-    Parameters
-    ----------
-    spec : str
-        Comma-separated items, each ``LOGIT`` (one action) or ``LOGITxCOUNT`` (``COUNT`` actions
-        with logit ``LOGIT``); whitespace around items is ignored, ``X`` works as well as ``x``.
-        Plain lists like ``"1.0,2.0,0.5"`` are specs too.
-    name : str
-        Parameter name for error messages (e.g. ``"--correct"`` in the CLI).
-    allow_empty : bool
-        Whether an empty (or all-blank) spec is accepted; it gives an empty array.
-
-    Returns
-    -------
-    numpy.ndarray
-        Float64 logits, items expanded in order.
-
-    Raises
-    ------
-    ValueError
-        Malformed items, non-finite logits, counts that are not integers >= 1, or more than
-        :data:`MAX_ACTIONS` actions in total.
-
-    Examples
-    --------
-    >>> logits_from_spec("5.0x1,3.0x2,0.5")
-    array([5. , 3. , 3. , 0.5])
-    """
-    if not isinstance(spec, str):
-        fail(name, spec, "a string such as '5.0x1,3.0x9999'")
-    if not spec.strip():
-        if allow_empty:
-            return np.zeros(0)
-        fail(name, spec, "non-empty: " + _SPEC_GRAMMAR)
-    values: list[float] = []
-    counts: list[int] = []
-    for raw in spec.split(","):
-        item = raw.strip()
-        if not item:
-            fail(name, spec, _SPEC_GRAMMAR + " (an item is empty)")
-        head, sep, tail = item.lower().rpartition("x")
-        value_text, count_text = (head, tail) if sep else (tail, "1")
-        try:
-            value = float(value_text)
-        except ValueError:
-            fail(name, item, "LOGIT or LOGITxCOUNT with a number LOGIT")
-        if not math.isfinite(value):
-            fail(name, item, "an item with a finite logit")
-        try:
-            count = int(count_text.strip())
-        except ValueError:
-            fail(name, item, "LOGITxCOUNT with an integer COUNT >= 1")
-        if count < 1:
-            fail(name, item, "LOGITxCOUNT with an integer COUNT >= 1")
-        values.append(value)
-        counts.append(count)
-        if sum(counts) > MAX_ACTIONS:
-            fail(name, item, f"a spec of at most {MAX_ACTIONS} actions in total")
-    return np.repeat(np.asarray(values, dtype=float), counts)
+def _logits(spec: str, name: str, allow_empty: bool = False) -> np.ndarray:
+    """A logit spec (grammar of :func:`fgrpo_theory._spec.parse_logits`); ``""`` may mean none."""
+    if allow_empty and isinstance(spec, str) and not spec.strip():
+        return np.zeros(0)
+    return parse_logits(spec, name=name, max_actions=MAX_ACTIONS)
 
 
 def policy_from_specs(
@@ -137,8 +77,8 @@ def policy_from_specs(
     >>> z.tolist(), c.tolist()
     ([2.0, 1.0, 1.0, 0.0, 0.0, 0.0], [True, True, True, False, False, False])
     """
-    zc = logits_from_spec(correct, name=names[0])
-    zw = logits_from_spec(incorrect, name=names[1], allow_empty=True)
+    zc = _logits(correct, names[0])
+    zw = _logits(incorrect, names[1], allow_empty=True)
     if zc.size + zw.size > MAX_ACTIONS:
         fail(names[1], incorrect, f"a spec leaving at most {MAX_ACTIONS} actions in total")
     mask = np.zeros(zc.size + zw.size, dtype=bool)
@@ -237,23 +177,27 @@ def success_probability(logits: Any, correct: Any) -> float:
 def load_logits(path: str | Path, *, name: str = "--logits") -> np.ndarray:
     """Load a 1-d array of logits from a ``.npy`` file or a ``.csv``/text file of numbers.
 
-    A CSV may hold one number per line or comma-separated numbers on any number of lines; all
-    values are read in order and flattened.
+    The file rules are those of :func:`fgrpo_theory._spec.parse_logits`: a 1-D real array (2-D
+    and complex arrays are refused, and a ``.npy`` header claiming more than :data:`MAX_ACTIONS`
+    entries is refused before anything is allocated).
 
     Raises
     ------
     ValueError
-        An unknown extension, an unreadable file or non-finite values.
-    FileNotFoundError
-        The file does not exist.
+        An unknown extension, a missing or unreadable file, a 2-D or complex array, or
+        non-finite values.
     """
-    arr = _load_array(path, name)
-    return check_array(name, arr).ravel()
+    text = str(path)
+    if not text.strip().lower().endswith((".npy", ".csv", ".txt")):
+        fail(name, text, "a .npy or .csv file")
+    return parse_logits(text, name=name, max_actions=MAX_ACTIONS)
 
 
 def load_correct_mask(path: str | Path, size: int, *, name: str = "--correct-mask") -> np.ndarray:
     """Load a correct mask (booleans or 0/1 values) from ``.npy`` or ``.csv``; length ``size``."""
-    arr = _load_array(path, name).ravel()
+    arr = _load_array(path, name)
+    if arr.ndim != 1:
+        fail(name, str(path), f"a file of a 1-D mask (shape {arr.shape})")
     if arr.dtype != bool:
         vals = check_array(name, arr)
         bad = (vals != 0) & (vals != 1)
@@ -307,11 +251,10 @@ def _load_array(path: str | Path, name: str) -> np.ndarray:
     if not path.is_file():
         fail(name, str(path), "an existing file")
     suffix = path.suffix.lower()
-    if suffix == ".npy":
-        try:
-            return np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as e:
-            fail(name, str(path), f"a readable .npy file ({' '.join(str(e).split())})")
+    if suffix == ".npy":  # header read first: 1-D, real, at most MAX_ACTIONS entries
+        from ._spec import _load_npy
+
+        return _load_npy(path, name, MAX_ACTIONS)
     if suffix in (".csv", ".txt"):
         try:
             text = path.read_text()

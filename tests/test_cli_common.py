@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 
@@ -77,7 +79,7 @@ def test_table_cells_are_not_read_as_rich_markup(capsys):
 
     from fgrpo_theory.cli._common import emit
 
-    emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), title="[bold]x")
+    emit(pd.DataFrame({"quantity": ["E[dq_pos]"], "value": [1.5]}), "table", title="[bold]x")
     out = capsys.readouterr().out
     assert "E[dq_pos]" in out and "[bold]x" in out
 
@@ -95,4 +97,165 @@ def test_integers_beyond_float_precision_are_refused(cli):
 def test_unwritable_output_is_a_one_line_error(cli):
     r = cli("lr-multiplier", "--gamma", "0", "--output", "/dev/full")
     assert r.code == 2
-    assert r.err.startswith("Error: cannot use the path") and r.err.count("\n") == 1
+    assert r.err.startswith("Error: --output must be a writable path (No space left on device)")
+    assert "'/dev/full'" in r.err and r.err.count("\n") == 1
+
+
+# --- issue 9 item 10 / issue 10: output contract -------------------------------------------------
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def test_no_bool_metavar_for_flags_in_any_help(cli):
+    import typer.main
+
+    from fgrpo_theory.cli import app
+
+    group = typer.main.get_command(app)
+    for name in ["", *group.commands]:
+        r = cli(*([name] if name else []), "--help")
+        assert r.code == 0, name
+        assert "<bool>" not in r.out, name
+
+
+def test_pipe_gets_streamed_csv_by_default():
+    # issue 9 "done when": `miss-prob --N 4..64 --mu 0.3 --rho 0.05 | head -1` is the CSV header
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from fgrpo_theory.cli import main; main()", "miss-prob"]
+        + ["--N", "1..300000", "--mu", "0.3", "--rho", "0.05,0.1,0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    code = proc.wait(timeout=120)
+    err = proc.stderr.read().decode()
+    assert first == b"N,mu,tau,rho,p_active,p_tail_miss,p_hit\n"
+    assert code in (0, 141) and "Traceback" not in err and err == ""
+
+
+def test_terminal_table_fits_columns(monkeypatch, capsys):
+    import pandas as pd
+
+    from fgrpo_theory.cli._common import emit
+
+    monkeypatch.setenv("COLUMNS", "60")
+    df = pd.DataFrame({f"a_long_column_name_{i}": [1.23456789e-5] for i in range(9)})
+    emit(df, "table")
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 60
+
+
+def test_csv_and_json_stdout_carry_nothing_but_the_table(cli):
+    r = cli("miss-prob", "--N", "1..3", "--mu", "0.3", "--rho", "0.1", "--format", "csv")
+    assert r.out.splitlines()[0] == "N,mu,tau,rho,p_active,p_tail_miss,p_hit"
+    assert len(r.out.splitlines()) == 4 and r.err == ""
+    r = cli("focal", "--N", "2", "--format", "json")
+    json.loads(r.out)
+
+
+def test_closed_stdout_is_one_line_exit_2():
+    # issue 10 item 8: `... --format csv >&-` ended in an AttributeError traceback
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        f"{sys.executable} -c 'from fgrpo_theory.cli import main; main()' "
+        "miss-prob --mu 0.3 --rho 0.1 --format csv >&-",
+        shell=True,
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("Error: stdout must be open")
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit")
+def test_output_is_atomic_under_a_file_size_limit(tmp_path):
+    # issue 10 item 2: a failing write left a CSV cut mid-row and destroyed the previous file
+    import os
+
+    target = tmp_path / "fs.csv"
+    target.write_text("previous good file\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        ["prlimit", "--fsize=2000", sys.executable, "-c"]
+        + ["from fgrpo_theory.cli import main; main()", "miss-prob"]
+        + ["--N", "1..1000", "--mu", "0.3", "--rho", "0.1", "--output", str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "--output" in proc.stderr and str(target) in proc.stderr
+    assert target.read_text() == "previous good file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fs.csv"]  # no partial temp file
+
+
+def test_atomic_writer_keeps_old_file_when_the_writer_fails(tmp_path):
+    from fgrpo_theory._io import atomic_open, atomic_path, remove_stale_temps, write_atomic
+
+    target = tmp_path / "out.csv"
+    write_atomic(target, "old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_open(target) as fh:
+            fh.write("half a ro")
+            raise RuntimeError("boom")
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    with atomic_path(tmp_path / "fig.png") as tmp:
+        assert tmp.suffix == ".png" and tmp.parent == tmp_path
+        tmp.write_bytes(b"png")
+    assert (tmp_path / "fig.png").read_bytes() == b"png"
+    stale = tmp_path / ".out.tmp-999999999-abcd1234.csv"
+    stale.write_text("x")
+    assert remove_stale_temps(tmp_path) == [stale] and not stale.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "fragments"),
+    [
+        ("/dev/full", ["--output", "'/dev/full'", "No space left on device"]),
+        ("/proc/self/x.csv", ["--output", "'/proc/self/x.csv'", "folder where files can be"]),
+        ("/nonexistent-dir/x.csv", ["--output", "'/nonexistent-dir/x.csv'", "existing folder"]),
+    ],
+)
+def test_output_errors_name_option_and_path(cli, path, fragments):
+    # issue 10 item 7
+    r = cli("miss-prob", "--N", "1..3", "--mu", "0.3", "--rho", "0.1", "--output", path)
+    assert r.code == 2 and r.err.count("\n") == 1
+    for f in fragments:
+        assert f in r.err
+
+
+def test_memory_error_is_one_line(cli, monkeypatch):
+    import fgrpo_theory.tables as tables
+
+    def boom(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(tables, "tail_miss_table", boom)
+    r = cli("miss-prob", "--mu", "0.3", "--rho", "0.1")
+    assert r.code == 2 and r.err.startswith("Error: out of memory") and r.err.count("\n") == 1
+
+
+def test_complex_input_is_refused_by_check_array():
+    # issue 10 item 10: complex arrays were truncated to their real part
+    from fgrpo_theory._validate import check_array
+    from fgrpo_theory.tail_miss import tail_miss_probability
+
+    with pytest.raises(ValueError, match=r"^N must be a real number .*; got \(8\+5j\)"):
+        tail_miss_probability(np.array([8 + 5j, 4]), 0.3, 0.01)
+    with pytest.raises(ValueError, match="real"):
+        check_array("x", [1.0 + 0j])
+
+
+def test_two_d_logits_file_is_refused_by_mass(cli, tmp_path):
+    f = tmp_path / "z.npy"
+    np.save(f, np.zeros((2, 3)))
+    r = cli("mass", "--logits", f, "--n-correct", "1")
+    assert r.code == 2 and "1-D" in r.err and r.err.count("\n") == 1

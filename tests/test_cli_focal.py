@@ -34,20 +34,20 @@ def test_focal_csv_columns_and_values(cli):
 
 
 def test_focal_convention_and_json(cli):
-    r = cli("focal", "--N", "4", "--gamma", "0", "--convention", "trl", "--format", "json")
+    r = cli("focal", "--N", "4", "--gamma", "0", "--advantage", "trl", "--format", "json")
     assert r.code == 0, r.err
     rows = json.loads(r.out)
     assert len(rows) == 5
-    # TRL, X = 2 of 4: Bessel std sqrt(1/3), eps 1e-4
-    assert rows[2]["adv_pos"] == pytest.approx(0.5 / (math.sqrt(1 / 3) + 1e-4), rel=1e-14)
-    r = cli("focal", "--N", "1", "--gamma", "0", "--convention", "verl", "--format", "json")
+    # TRL, X = 2 of 4, rewards 1,-1: centred +-1, Bessel std 2 sqrt(1/3), eps 1e-4
+    assert rows[2]["adv_pos"] == pytest.approx(1 / (2 * math.sqrt(1 / 3) + 1e-4), rel=1e-14)
+    r = cli("focal", "--N", "1", "--gamma", "0", "--advantage", "verl", "--format", "json")
     rows = json.loads(r.out)
     assert rows[1]["adv_pos"] == pytest.approx(1 / (1 + 1e-6), rel=1e-14)
 
 
 def test_focal_table_and_output_file(cli, tmp_path):
-    r = cli("focal", "--N", "2,3")
-    assert r.code == 0 and "adv_pos" in r.out
+    r = cli("focal", "--N", "2,3", "--format", "table")
+    assert r.code == 0 and "adv_pos" in r.out and "┃" in r.out
     out = tmp_path / "focal.csv"
     r = cli("focal", "--N", "2..8:x2", "--gamma", "0.5", "--output", out)
     assert r.code == 0 and "wrote 17 rows" in r.err  # (2+1) + (4+1) + (8+1)
@@ -97,11 +97,24 @@ def test_passk_from_csv(cli, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["focal", "lr-multiplier", "passk"])
-def test_help_has_example(cli, command):
+def test_help_has_example_on_one_line(cli, command):
     r = cli(command, "--help")
     assert r.code == 0
-    assert f"Example: fgrpo-theory {command}" in " ".join(r.out.split())
+    lines = [ln.strip() for ln in r.out.splitlines()]
+    example = [ln for ln in lines if ln.startswith(f"fgrpo-theory {command} --")]
+    assert example, r.out  # the whole example on one line, nothing before it
     assert "--format" in r.out and "--output" in r.out
+
+
+def test_focal_rewards_default_and_help_defaults(cli):
+    r = cli("focal", "--help")
+    flat = " ".join(r.out.split())
+    assert "--rewards" in flat and "[default: 1,-1]" in flat and "[default: grpo]" in flat
+    assert "--r-correct" not in flat and "--convention" not in flat
+    # default rewards 1,-1: a group of 2 with one correct has centred rewards +-1, std 1
+    r = cli("focal", "--N", "2", "--gamma", "0", "--rewards", "1,-1", "--format", "csv")
+    d = cli("focal", "--N", "2", "--gamma", "0", "--format", "csv")
+    assert r.out == d.out and _csv(d.out).adv_pos.tolist() == [0.0, 1.0, 0.0]
 
 
 @pytest.mark.parametrize(
@@ -110,9 +123,10 @@ def test_help_has_example(cli, command):
         (("focal", "--N", "0"), "--N must be >= 1; got 0"),
         (("focal", "--gamma", "-1"), "--gamma must be >= 0; got -1.0"),
         (("focal", "--gamma", "x"), "--gamma must be a number; got 'x'"),
-        (("focal", "--convention", "ppo"), "convention must be one of"),
-        (("focal", "--N", "1", "--convention", "openrlhf"), "--N must be >= 2 for convention"),
-        (("focal", "--r-correct", "0"), "--r-correct must be > --r-incorrect = 0.0; got 0.0"),
+        (("focal", "--advantage", "ppo"), "--advantage must be one of"),
+        (("focal", "--N", "1", "--advantage", "openrlhf"), "--N must be >= 2 for advantage"),
+        (("focal", "--rewards", "0,0"), "--rewards (R_c) must be > --rewards (R_w) = 0.0; got 0.0"),
+        (("focal", "--rewards", "1"), "--rewards must be two comma-separated numbers"),
         (("focal", "--N", "1..2000000"), "--N must be"),
         (("lr-multiplier", "--gamma", "-0.5"), "--gamma must be >= 0; got -0.5"),
         (("passk", "--n", "10", "--c", "11"), "--c must be <= n = 10; got 11"),
@@ -136,9 +150,10 @@ def test_bad_input_one_line_exit_2(cli, args, fragment):
     ("content", "fragment"),
     [
         ("problem,n\nA,10\n", "a CSV with columns n and c"),
-        ("n,c\n10,11\n", "--c must be <= n = 10; got 11"),
-        ("n,c\n10,2.5\n", "--from-csv column c must be an integer; got 2.5"),
-        ("n,c\n10,\n", "--from-csv column c must be a finite number; got nan"),
+        ("n,c\n10,11\n", "--from-csv column c must be <= n = 10; got 11"),
+        ("n,c\n10,2.5\n", "--from-csv column c (row 2 of "),
+        ("n,c\n10,2.5\n", ") must be an integer in [0, 2**53]; got '2.5'"),
+        ("n,c\n10,\n", "must be an integer in [0, 2**53]; got ''"),
         ("", "a readable CSV file"),
         ("n,c\n", "at least one row"),
     ],
@@ -157,3 +172,57 @@ def test_passk_from_csv_excludes_grid_options(cli, tmp_path):
     src.write_text("n,c\n10,1\n")
     r = cli("passk", "--from-csv", src, "--n", "10")
     assert r.code == 2 and "--from-csv must be used without --n and --c" in r.err
+
+
+def test_passk_from_csv_names_first_bad_row_only(cli, tmp_path):
+    # issue 10 item 9: a 1,000-row file with one non-numeric c cell -> one short line
+    rows = [f"{1000},{i % 7}" for i in range(1000)]
+    rows[637] = "1000,abc"
+    src = tmp_path / "big.csv"
+    src.write_text("n,c\n" + "\n".join(rows) + "\n")
+    r = cli("passk", "--from-csv", src)
+    assert r.code == 2 and r.err.count("\n") == 1 and len(r.err) < 200
+    assert "row 639" in r.err and "got 'abc'" in r.err
+
+
+def test_passk_from_stdin(cli, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("n,c\n4,1\n"))
+    r = cli("passk", "--from-csv", "-", "--k", "2", "--format", "csv")
+    assert r.code == 0, r.err
+    assert _csv(r.out).pass_at_k.tolist() == [0.5]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--n", "9007199254740992", "--c", "4503599627370496", "--k", "4503599627370496"),
+        ("--n", "2000000000", "--c", "1000000000", "--k", "1000000000"),
+    ],
+)
+def test_passk_huge_counts_need_no_huge_arrays(cli, args):
+    # issue 10 item 5: formerly allocated O(min(c, k)) floats (32 PiB for the first)
+    import tracemalloc
+
+    tracemalloc.start()
+    r = cli("passk", *args, "--format", "csv")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert r.code == 0, r.err
+    assert _csv(r.out).pass_at_k.tolist() == [1.0]
+    assert peak < 50_000_000
+
+
+def test_focal_and_passk_tables_are_what_the_cli_prints(cli):
+    from fgrpo_theory.tables import focal_table, passk_table
+
+    r = cli("focal", "--N", "2,5", "--gamma", "0,2", "--advantage", "rloo", "--format", "csv")
+    lib = focal_table([2, 5], [0, 2], advantage="rloo")
+    pd.testing.assert_frame_equal(lib, _csv(r.out), check_dtype=False)
+    # RLOO, X = 1 of 2, rewards 1,-1: A+ = R - mean of the others = 1 - (-1) = 2; g = (1/2)^2
+    row = lib[(lib.gamma == 2) & (lib.N == 2) & (lib.X == 1)].iloc[0]
+    assert row.g == 0.25 and row.adv_pos == pytest.approx(0.5, rel=1e-15)
+    n = pd.Series([4, 1024], index=["p1", "p2"])
+    t = passk_table(n, pd.Series([1, 3], index=["p1", "p2"]), 2)
+    assert t.index.tolist() == ["p1", "p2"] and t.loc["p1", "pass_at_k"] == 0.5
+    with pytest.raises(ValueError, match="^c must be <= n = 4; got 5"):
+        passk_table(4, 5, 1)

@@ -175,3 +175,30 @@ def test_fast_path_imports_neither_numba_nor_matplotlib():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("N,mu,tau,rho,p_active,p_tail_miss,p_hit\n")
     assert len(proc.stdout.strip().splitlines()) == 1 + 61
+
+
+def test_peak_with_rho_names_rho_not_tau(cli):
+    # issue 10 item 7: `peak --mu 1e-300 --rho 0.5` talked about tau
+    r = cli("peak", "--mu", "1e-300", "--rho", "0.5")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith("Error: --rho must be") and r.err.rstrip().endswith("got 0.5")
+
+
+def test_tables_match_cli_and_keep_a_series_index(cli):
+    from fgrpo_theory.tables import peak_table, tail_miss_table
+
+    df = _csv(cli("miss-prob", "--N", "1..4", "--mu", "0.2,0.5", "--rho", "0.1", "--format", "csv"))
+    lib = tail_miss_table(list(range(1, 5)), [0.2, 0.5], rho=0.1)
+    assert list(lib.columns) == MISS_COLUMNS
+    pd.testing.assert_frame_equal(lib.reset_index(drop=True), df, check_dtype=False)
+    # a Series broadcasts element by element and keeps its index
+    mu = pd.Series([0.3, 0.6], index=["easy", "hard"])
+    t = tail_miss_table(8, mu, tau=pd.Series([0.015, 0.03], index=["easy", "hard"]))
+    assert t.index.tolist() == ["easy", "hard"] and t["N"].tolist() == [8, 8]
+    # hand value: (1-tau)^N - (mu-tau)^N - (1-mu)^N
+    assert t.loc["easy", "p_tail_miss"] == pytest.approx(0.985**8 - 0.285**8 - 0.7**8, rel=1e-14)
+    p = peak_table(mu, rho=0.05)
+    assert p.index.tolist() == ["easy", "hard"] and list(p.columns) == PEAK_COLUMNS
+    assert p.loc["easy", "n_star"] == 9  # paper Fig. 3 / peak_group_size docstring
+    with pytest.raises(ValueError, match="^rho must be in"):
+        tail_miss_table(4, 0.3, rho=1.5)

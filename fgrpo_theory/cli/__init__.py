@@ -2,7 +2,9 @@
 
 Commands are thin layers over the library: they parse options, call library functions and print
 DataFrames. User errors (``ValueError`` from the library or the parsers, and Typer's own usage
-errors) are printed as one line on stderr with exit code 2 and no traceback.
+errors), unusable paths, a closed stdout and a ``MemoryError`` are printed as one line on stderr
+with exit code 2 and no traceback. A reader that goes away (``| head``) ends the run quietly with
+exit code 141, as a process killed by SIGPIPE would.
 """
 
 from __future__ import annotations
@@ -14,19 +16,21 @@ from ._app import app
 
 # Each command module registers its commands on ``app`` when imported; it keeps heavy imports
 # (numba, matplotlib, the simulator) inside the command functions.
-from . import tail, focal, mass, simulate, figures  # noqa: E402,F401  isort: skip
+from . import tail, focal, passk, mass, simulate, figures, validate  # noqa: E402,F401  isort: skip
 
 __all__ = ["app", "main"]
 
 
 def _error(message: str) -> int:
-    print(f"Error: {message}", file=sys.stderr)
+    print("Error: " + " ".join(str(message).split()), file=sys.stderr)
     return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return (and, as a console script, exit with) the exit code."""
     import typer
+
+    from ._common import StdoutClosed
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
@@ -37,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = e.exit_code
     except typer.Abort:
         code = _error("aborted")
+    except StdoutClosed:
+        code = 141
+    except MemoryError:
+        code = _error("out of memory: the request is too large for this machine; ask for less")
     except ValueError as e:
         code = _error(str(e))
     except OSError as e:  # a path the user gave cannot be read or written

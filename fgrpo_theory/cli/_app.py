@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 import typer
+from typer.core import TyperOption
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _no_bool_for_flags(self: TyperOption, ctx: object) -> str | None:
+    """Help shows no ``<bool>`` type for a plain flag (``--quick``, ``--help``): it has no value."""
+    if self.is_flag and not self.count and self.metavar is None:
+        return None
+    return _display_type_rich(self, ctx)  # type: ignore[arg-type]
+
+
+# Shared help machinery: every command's --help goes through this, so the rule holds for all.
+TyperOption.display_type_rich = _no_bool_for_flags  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="fgrpo-theory",

@@ -1,19 +1,27 @@
-"""Parsing and output helpers shared by the CLI commands (no formulas live here)."""
+"""Options and output shared by every CLI command (no formulas and no grammar live here).
+
+The one way a command prints a result is :func:`emit`: a rich table on a terminal, CSV (streamed in
+chunks) when stdout is a pipe or a file, JSON on request, or a file written whole or not at all
+(:func:`fgrpo_theory._io.atomic_open`). Nothing but the result goes to stdout; confirmations and
+progress go to stderr. Spec grammars live in :mod:`fgrpo_theory._spec`.
+"""
 
 from __future__ import annotations
 
 import json
-import math
-import re
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import typer
 
-from .._validate import MAX_EXACT_INT, fail
+from .. import _spec
+from .._io import atomic_open, atomic_path, check_output_path, write_atomic
+from .._spec import MAX_LIST_LENGTH
+from .._validate import fail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,18 +30,24 @@ __all__ = [
     "FORMAT_OPTION",
     "OUTPUT_OPTION",
     "OutputFormat",
+    "StdoutClosed",
+    "check_output_path",
+    "atomic_open",
+    "atomic_path",
+    "write_atomic",
+    "emit",
+    "resolve_format",
     "parse_int_list",
     "parse_float_list",
-    "check_output_path",
-    "emit",
     "MAX_LIST_LENGTH",
+    "MAX_TABLE_ROWS",
+    "CSV_CHUNK_ROWS",
 ]
 
-#: Largest number of values one list option may expand to.
-MAX_LIST_LENGTH = 1_000_000
-
-_INT = r"[+-]?\d+"
-_RANGE = re.compile(rf"^({_INT})\.\.({_INT})(?::(x)?([^:]+))?$")
+#: Rows printed in a terminal table (the rest: ask for --format csv or --output).
+MAX_TABLE_ROWS = 1000
+#: Rows per chunk when CSV is streamed (so `| head` gets its first line at once).
+CSV_CHUNK_ROWS = 5000
 
 
 class OutputFormat(StrEnum):
@@ -44,139 +58,98 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class StdoutClosed(Exception):
+    """The reader of stdout went away (``| head``): stop quietly (``main`` exits 141)."""
+
+
 #: The ``--format`` and ``--output`` options every command shares.
 FORMAT_OPTION = typer.Option(
-    OutputFormat.table, "--format", help="Output format: table, csv or json."
+    None,
+    "--format",
+    help="Output format: table, csv or json.",
+    show_default="table on a terminal, else csv",
 )
 OUTPUT_OPTION = typer.Option(
     None,
     "--output",
-    help="Write the result to FILE (in the chosen format; a table is written as CSV).",
+    help="Write the result to FILE (csv, or json with --format json), whole or not at all.",
     metavar="FILE",
+    show_default="stdout",
 )
 
 
-def _parse_int(token: str, name: str) -> int:
-    if not re.fullmatch(_INT, token):
-        fail(name, token, "an integer, A..B, A..B:S or A..B:xF")
-    return int(token)
+def parse_int_list(text: str, name: str, *, lo: int | None = None, hi: int | None = None):
+    """:func:`fgrpo_theory._spec.parse_int_list` as an int64 array (kept for older call sites)."""
+    return np.asarray(_spec.parse_int_list(text, name=name, lo=lo, hi=hi), dtype=np.int64)
 
 
-def parse_int_list(
-    text: str, name: str, *, lo: int | None = None, hi: int | None = None
-) -> np.ndarray:
-    """Parse ``"4,8,16"``, ``"4..64"``, ``"4..64:4"`` or ``"1..131072:x2"`` into sorted unique ints.
-
-    Items are comma-separated; each is an integer, an inclusive range ``A..B``, a range with step
-    ``A..B:S`` or a geometric range ``A..B:xF`` (``A, A*F, A*F^2, ... <= B``, rounded to integers).
-    Every value must lie in ``[lo, hi]`` (``hi`` defaults to ``2**53``, the largest integer that
-    the library's float-based checks hold exactly). Errors name ``name`` and the offending item.
-    """
-    if hi is None:
-        hi = MAX_EXACT_INT
-    values: list[int] = []
-    items = [t.strip() for t in text.split(",")]
-    if not text.strip() or any(not t for t in items):
-        fail(name, text, "a non-empty comma-separated list")
-    for item in items:
-        m = _RANGE.match(item)
-        if m is None:
-            if ".." in item:
-                fail(name, item, "a range A..B, A..B:S or A..B:xF with integer A, B")
-            v = _parse_int(item, name)
-            seq = [v]
-        else:
-            a, b = int(m.group(1)), int(m.group(2))
-            if b < a:
-                fail(name, item, "a range A..B with A <= B")
-            if lo is not None and a < lo:
-                fail(name, a, f">= {lo}")
-            if hi is not None and b > hi:
-                fail(name, b, f"<= {hi}")
-            if m.group(4) is None:
-                step = 1
-                count = b - a + 1
-            elif m.group(3):
-                try:
-                    factor = float(m.group(4))
-                except ValueError:
-                    fail(name, item, "a geometric range A..B:xF with a number F > 1")
-                if not factor > 1 or not math.isfinite(factor):
-                    fail(name, item, "a geometric range A..B:xF with F > 1")
-                if a < 1:
-                    fail(name, item, "a geometric range A..B:xF with A >= 1")
-                count = int(math.floor(math.log(b / a) / math.log(factor) + 1e-9)) + 1
-            else:
-                step = _parse_int(m.group(4), name)
-                if step < 1:
-                    fail(name, item, "a range A..B:S with step S >= 1")
-                count = (b - a) // step + 1
-            if len(values) + count > MAX_LIST_LENGTH:
-                fail(name, item, f"a list of at most {MAX_LIST_LENGTH} values")
-            if m.group(4) is None or not m.group(3):
-                seq = list(range(a, b + 1, step))
-            else:
-                seq = [int(round(a * factor**j)) for j in range(count)]
-                seq = [s for s in seq if s <= b]
-        for v in seq:
-            if lo is not None and v < lo:
-                fail(name, v, f">= {lo}")
-            if hi is not None and v > hi:
-                fail(name, v, f"<= {hi}")
-        values.extend(seq)
-        if len(values) > MAX_LIST_LENGTH:
-            fail(name, item, f"a list of at most {MAX_LIST_LENGTH} values")
-    return np.unique(np.asarray(values, dtype=np.int64))
+def parse_float_list(text: str, name: str):
+    """:func:`fgrpo_theory._spec.parse_float_list` as a float64 array (for older call sites)."""
+    return np.asarray(_spec.parse_float_list(text, name=name), dtype=np.float64)
 
 
-def parse_float_list(text: str, name: str) -> np.ndarray:
-    """Parse a comma-separated list of finite numbers (``"0.2,0.5,0.8"``), order kept."""
-    items = [t.strip() for t in text.split(",")]
-    if not text.strip() or any(not t for t in items):
-        fail(name, text, "a non-empty comma-separated list of numbers")
-    out = []
-    for item in items:
-        try:
-            v = float(item)
-        except ValueError:
-            fail(name, item, "a number")
-        if not math.isfinite(v):
-            fail(name, item, "a finite number")
-        out.append(v)
-    return np.asarray(out, dtype=float)
+def _stdout() -> IO[str]:
+    out = sys.stdout
+    if out is None or getattr(out, "closed", False):
+        fail("stdout", "closed", "open to print the result (or use --output FILE)")
+    return out
 
 
-def check_output_path(path: Path | None, name: str = "--output") -> Path | None:
-    """Check that ``path`` can be created: its folder exists and it is not itself a folder."""
-    if path is None:
-        return None
-    path = Path(path)
-    if path.is_dir():
-        fail(name, str(path), "a file path, not a folder")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        fail(name, str(path), "a path in an existing folder")
-    return path
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
-def _to_json(df: pd.DataFrame) -> str:
+def resolve_format(fmt: OutputFormat | str | None, output: Path | None = None) -> OutputFormat:
+    """The format actually used: ``fmt`` if given, else table on a terminal and CSV otherwise."""
+    if fmt is not None:
+        return OutputFormat(fmt)
+    if output is None and sys.stdout is not None and _is_terminal(sys.stdout):
+        return OutputFormat.table
+    return OutputFormat.csv
+
+
+def _json_text(df: pd.DataFrame) -> str:
     records = df.to_dict(orient="records")
     clean = [
         {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
         for rec in records
     ]
-    return json.dumps(clean, indent=2, allow_nan=False)
+    try:
+        return json.dumps(clean, indent=2, allow_nan=False) + "\n"
+    except ValueError:
+        fail("output", "NaN or infinity", "finite numbers only (a bug: please report it)")
 
 
-def _render_table(df: pd.DataFrame, title: str | None) -> None:
+def _write_csv(df: pd.DataFrame, fh: IO[str]) -> None:
+    """Write ``df`` as CSV in chunks (the header first), full float precision."""
+    if len(df) == 0:
+        fh.write(df.to_csv(index=False))
+        return
+    for start in range(0, len(df), CSV_CHUNK_ROWS):
+        chunk = df.iloc[start : start + CSV_CHUNK_ROWS]
+        fh.write(chunk.to_csv(index=False, header=start == 0))
+        fh.flush()
+
+
+def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title) if title else None, show_lines=False)
+    shown = df if len(df) <= MAX_TABLE_ROWS else df.iloc[:MAX_TABLE_ROWS]
+    caption = None
+    if len(shown) < len(df):
+        caption = (
+            f"first {len(shown)} of {len(df)} rows; "
+            "use --format csv or --output FILE for all of them"
+        )
+    table = Table(title=escape(title) if title else None, caption=caption, show_lines=False)
     for col in df.columns:
-        table.add_column(escape(str(col)), justify="right")
-    for row in df.itertuples(index=False):
+        table.add_column(escape(str(col)), justify="right", overflow="fold")
+    for row in shown.itertuples(index=False):
         cells = []
         for v in row:
             if isinstance(v, float | np.floating):
@@ -184,32 +157,58 @@ def _render_table(df: pd.DataFrame, title: str | None) -> None:
             else:
                 cells.append(escape(str(v)))
         table.add_row(*cells)
-    Console(width=max(100, 14 * len(df.columns))).print(table)
+    # A terminal (or $COLUMNS) sets the width and the table wraps to fit it; a table asked for
+    # explicitly on a pipe, with no $COLUMNS, gets room for its columns instead of 80 characters.
+    width = None
+    if not _is_terminal(out) and not os.environ.get("COLUMNS"):
+        width = max(100, 14 * len(df.columns))
+    Console(file=out, width=width).print(table)
+
+
+def _handle_stdout_error(e: OSError) -> None:
+    if isinstance(e, BrokenPipeError):
+        # Later flushes at exit would fail again: point stdout at /dev/null (best effort).
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        raise StdoutClosed from None
+    fail("stdout", e.strerror or type(e).__name__, "writable to print the result")
 
 
 def emit(
     df: pd.DataFrame,
-    fmt: OutputFormat = OutputFormat.table,
+    fmt: OutputFormat | str | None = None,
     output: Path | None = None,
     *,
     title: str | None = None,
 ) -> None:
-    """Print ``df`` as a rich table, CSV or JSON, or write it to ``output``.
+    """Print ``df`` as a table, CSV or JSON, or write it to ``output`` whole or not at all.
 
-    CSV and JSON carry full float precision (``repr``); the table shows 6 significant digits. When
-    ``output`` is given, the file gets the chosen format (a table is written as CSV) and a one-line
-    confirmation goes to stderr.
+    ``fmt=None`` means a rich table when stdout is a terminal and CSV otherwise (and in files).
+    CSV and JSON carry full float precision; CSV is streamed in chunks of
+    :data:`CSV_CHUNK_ROWS` rows. With ``output``, the file is written through a temporary file and
+    a rename, and one confirmation line goes to stderr. Nothing else is written to stdout.
     """
-    fmt = OutputFormat(fmt)
+    fmt = resolve_format(fmt, output)
     if output is not None:
-        output = check_output_path(output)
-        text = _to_json(df) + "\n" if fmt is OutputFormat.json else df.to_csv(index=False)
-        output.write_text(text)
-        print(f"wrote {len(df)} rows to {output}", file=sys.stderr)
+        path = check_output_path(output)
+        with atomic_open(path, "w", newline="") as fh:
+            if fmt is OutputFormat.json:
+                fh.write(_json_text(df))
+            else:
+                _write_csv(df, fh)
+        print(f"wrote {len(df)} rows to {path}", file=sys.stderr)
         return
-    if fmt is OutputFormat.csv:
-        sys.stdout.write(df.to_csv(index=False))
-    elif fmt is OutputFormat.json:
-        sys.stdout.write(_to_json(df) + "\n")
-    else:
-        _render_table(df, title)
+    out = _stdout()
+    try:
+        if fmt is OutputFormat.csv:
+            _write_csv(df, out)
+        elif fmt is OutputFormat.json:
+            out.write(_json_text(df))
+        else:
+            _render_table(df, title, out)
+        out.flush()
+    except OSError as e:
+        _handle_stdout_error(e)

@@ -1,8 +1,7 @@
-"""CLI commands ``figures`` (regenerate the figures of the analysis) and ``validate``."""
+"""CLI command ``figures`` (regenerate the figures of the analysis); ``validate``: validate.py."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -100,31 +99,3 @@ def figures_cmd(
             f"[{i}/{len(selected)}] {n}: {src}, {res.seconds:.1f} s -> {out_dir}/ {files}"
         )
     console.print(f"done: {len(selected)} figure(s) in {time.perf_counter() - t_all:.1f} s")
-
-
-@app.command("validate")
-def validate_cmd(
-    quick: bool = typer.Option(False, "--quick", help="Fewer Monte Carlo samples (seconds)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv or json."),
-    output: Path = typer.Option(None, "--output", help="Write the table to FILE."),
-) -> None:
-    """Check every closed form of the toolkit against Monte Carlo, enumeration or quadrature.
-
-    Prints one row per check (quantity, parameters, method, closed form, estimate, standard error,
-    z, tolerance, pass/fail). Exit code 1 if any check fails. Seeds are fixed, so the table is the
-    same on every run.
-
-    Examples:
-
-        fgrpo-theory validate --quick
-
-        fgrpo-theory validate --format csv --output validation.csv
-    """
-    from ..validation import run_validation
-
-    df = run_validation(quick=quick)
-    emit(df, fmt, output, title="fgrpo-theory validate" + (" --quick" if quick else ""))
-    failed = int((~df["passed"]).sum())
-    print(f"{len(df) - failed}/{len(df)} checks passed", file=sys.stderr)
-    if failed:
-        raise typer.Exit(code=1)
