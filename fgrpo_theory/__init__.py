@@ -47,7 +47,6 @@ Tidy tables (DataFrames with the CLI's columns)
 
 Policies
 --------
-   logits_from_spec                      -- logits from a logit spec such as "5.0x1,3.0x9999"
    policy_from_specs                     -- logits and correct mask from two specs
    paper_policy                          -- the simulation start of appendix J
    probabilities                         -- softmax(logits)
@@ -149,7 +148,6 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(
         [
-            "logits_from_spec",
             "policy_from_specs",
             "paper_policy",
             "probabilities",

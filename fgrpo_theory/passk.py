@@ -50,6 +50,8 @@ def _log_miss_ratio(n: int, c: int, k: int) -> float:
 def pass_at_k(n: Any, c: Any, k: Any) -> np.ndarray | float:
     """Unbiased pass@k estimator 1 - C(n-c, k) / C(n, k) from n samples with c correct.
 
+    docs/theory.md section 7.
+
     Computed as -expm1 of the log of C(n-c, k)/C(n, k) (a sum of min(c, k) log1p terms, or a
     high-precision log-gamma difference when there are more than 100,000), so it neither
     overflows nor loses relative accuracy when pass@k is tiny, and needs O(1) memory for any
@@ -101,7 +103,7 @@ def _pass_from_triple(n: int, c: int, k: int) -> float:
 
 
 def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
-    """Exact pass@k = 1 - (1 - mu)^k of a policy with success probability mu (theory.md sec. 7).
+    """Exact pass@k = 1 - (1 - mu)^k of a policy with success probability mu (docs/theory.md section 7).
 
     Evaluated as -expm1(k log1p(-mu)), accurate to a few ulps even for mu = 1e-300; pass@1 is mu
     exactly.

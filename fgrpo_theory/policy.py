@@ -159,7 +159,7 @@ def log_probabilities(logits: Any) -> np.ndarray:
 
 
 def success_probability(logits: Any, correct: Any) -> float:
-    """Success probability ``mu = pi(C) = sum_C p`` of a policy (P-2).
+    """Success probability ``mu = pi(C) = sum_C p`` of a policy (P-2, docs/theory.md section 1).
 
     Parameters
     ----------

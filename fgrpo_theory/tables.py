@@ -115,6 +115,14 @@ def _validated_mu_tau(
     return mu, tau, rho
 
 
+def _given_active(n: np.ndarray, mu: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Pr(B | A_N), with 0 at N = 1 (no active group, and B is empty)."""
+    from .tail_miss import tail_miss_probability_given_active
+
+    out = tail_miss_probability_given_active(np.maximum(n, 2), mu, tau)
+    return np.where(n >= 2, out, 0.0)
+
+
 def tail_miss_table(
     N: Any,
     mu: Any,
@@ -125,7 +133,10 @@ def tail_miss_table(
 ) -> pd.DataFrame:
     """Tail-miss probability of Lemma 3.1 with Pr(active) (P-7) and Pr(hit), as a table.
 
-    Columns ``N, mu, tau, rho, p_active, p_tail_miss, p_hit`` (what ``miss-prob`` prints). Give
+    Columns ``N, mu, tau, rho, p_active, p_tail_miss, p_tail_miss_given_active, p_hit`` (what
+    ``miss-prob`` prints; the conditional column is Pr(B | A_N) of docs/theory.md section 12, the
+    share of active groups that miss, what dynamic sampling trains on; no group of one is active,
+    so it is 0 at N = 1, where B is empty too). Give
     exactly one of ``rho`` (rarity, tau = rho * mu) and ``tau`` (rare mass, < mu). Grid order:
     mu outermost, then rho/tau, then N.
 
@@ -152,8 +163,7 @@ def tail_miss_table(
             "rho": rho_c,
             "p_active": active_probability(n, mu_c),
             "p_tail_miss": tail_miss_probability(n, mu_c, tau_c),
-            # Added at merge (helper "api"): "p_tail_miss_given_active":
-            #     tail_miss_probability_given_active(n, mu_c, tau_c),
+            "p_tail_miss_given_active": _given_active(n, mu_c, tau_c),
             "p_hit": hit_probability(n, tau_c),
         },
         index=index,

@@ -131,7 +131,7 @@ def test_pipe_gets_streamed_csv_by_default():
     proc.stdout.close()  # like `| head -1`
     code = proc.wait(timeout=120)
     err = proc.stderr.read().decode()
-    assert first == b"N,mu,tau,rho,p_active,p_tail_miss,p_hit\n"
+    assert first == b"N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit\n"
     assert code in (0, 141) and "Traceback" not in err and err == ""
 
 
@@ -149,7 +149,7 @@ def test_terminal_table_fits_columns(monkeypatch, capsys):
 
 def test_csv_and_json_stdout_carry_nothing_but_the_table(cli):
     r = cli("miss-prob", "--N", "1..3", "--mu", "0.3", "--rho", "0.1", "--format", "csv")
-    assert r.out.splitlines()[0] == "N,mu,tau,rho,p_active,p_tail_miss,p_hit"
+    assert r.out.splitlines()[0] == "N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit"
     assert len(r.out.splitlines()) == 4 and r.err == ""
     r = cli("focal", "--N", "2", "--format", "json")
     json.loads(r.out)

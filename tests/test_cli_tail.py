@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-MISS_COLUMNS = ["N", "mu", "tau", "rho", "p_active", "p_tail_miss", "p_hit"]
+MISS_COLUMNS = ["N", "mu", "tau", "rho", "p_active", "p_tail_miss", "p_tail_miss_given_active", "p_hit"]
 PEAK_COLUMNS = ["mu", "tau", "rho", "n_star", "n_star_continuous", "p_peak"]
 
 
@@ -29,6 +29,8 @@ def test_miss_prob_csv_columns_rows_and_hand_values(cli):
     np.testing.assert_allclose(df["p_tail_miss"], [0.0, 0.25, 18 / 64], rtol=1e-15)
     np.testing.assert_allclose(df["p_active"], [0.0, 0.5, 0.75], rtol=1e-15)
     np.testing.assert_allclose(df["p_hit"], [0.25, 1 - 0.75**2, 1 - 0.75**3], rtol=1e-15)
+    # Pr(B | A_N) = Pr(B) / Pr(A_N): 0.25 / 0.5 and (18/64) / 0.75; 0 at N = 1 (no active group)
+    np.testing.assert_allclose(df["p_tail_miss_given_active"], [0.0, 0.5, 0.375], rtol=1e-14)
 
 
 def test_miss_prob_lists_give_one_row_per_mu_tau_N(cli):
@@ -173,7 +175,7 @@ def test_fast_path_imports_neither_numba_nor_matplotlib():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("N,mu,tau,rho,p_active,p_tail_miss,p_hit\n")
+    assert proc.stdout.startswith("N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit\n")
     assert len(proc.stdout.strip().splitlines()) == 1 + 61
 
 

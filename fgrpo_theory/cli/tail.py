@@ -89,6 +89,8 @@ def miss_prob(
     One row per (mu, tau, N), with tau = rho * mu the mass of a rare correct subset:
     p_active = 1 - mu^N - (1-mu)^N: the group has mixed rewards (P-7);
     p_tail_miss = (1-tau)^N - (mu-tau)^N - (1-mu)^N: active, yet the rare subset is never sampled;
+    p_tail_miss_given_active = p_tail_miss / p_active: the share of active groups (all that dynamic
+    sampling keeps) that miss the subset (0 at N = 1, where no group is active);
     p_hit = 1 - (1-tau)^N: at least one rollout lands in the rare subset.
 
     Example (paper Fig. 1a), one line:
