@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from scipy.special import expm1, gammaln, log1p, log_softmax, softmax
 
-from ._validate import check_array, check_int_array, check_scalar, fail
-from .advantages import AdvantageConvention, binary_advantages, focal_weight, get_convention
-from .policy import check_policy
+from .._validate import check_array, check_int_array, check_scalar, fail
+from ..advantages import AdvantageConvention, binary_advantages, focal_weight, get_convention
+from ..policy import check_policy
 
 if TYPE_CHECKING:
     import pandas as pd
