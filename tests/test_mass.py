@@ -30,7 +30,7 @@ def softmax_c(z):
     return e / e.sum()
 
 
-def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, convention=None):
+def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, advantage=None):
     """Surrogate J(z) of one group (from the definitions in theory.md) and the focal weight."""
     draws = np.asarray(draws)
     N = draws.size
@@ -44,14 +44,14 @@ def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, convention=None)
         def J(z):
             return (r_d * softmax_c(z)[distinct]).sum() / N
 
-    elif rule == "paper-sim":  # per-sample mean-centred linear surrogate (appendix J)
+    elif rule == "linear":  # per-sample mean-centred linear surrogate (appendix J)
         adv = rewards - rewards.mean()
 
         def J(z):
             return (adv * softmax_c(z)[draws]).sum() / N
 
     else:  # log-prob policy gradient with the advantage module's group advantages
-        adv = group_advantages(rewards, convention or "grpo")
+        adv = group_advantages(rewards, advantage or "grpo")
 
         def J(z):
             return (adv * (z[draws] - np.log(np.exp(z).sum()))).sum() / N
@@ -69,9 +69,9 @@ def grad_cs(J, z, h=1e-30):
     return out
 
 
-def oracle_dz(z, correct, draws, eta, rule, **kw):
+def oracle_dz(z, correct, draws, lr, rule, **kw):
     J, g = objective(rule, draws, correct, **kw)
-    return eta * g * grad_cs(J, z)
+    return lr * g * grad_cs(J, z)
 
 
 def mp_mass_change(z, dz, masks, weights=None):
@@ -114,7 +114,7 @@ GAMMAS = st.sampled_from([0.0, 0.5, 1.0])
 RULE_CONV = st.sampled_from(
     [
         ("theory", None),
-        ("paper-sim", None),
+        ("linear", None),
         ("logprob", None),
         ("logprob", "grpo-bessel"),
         ("logprob", "trl"),
@@ -185,9 +185,9 @@ def test_logit_step_is_gradient_of_surrogate(pd_, rule_conv, rewards, gamma):
     rule, conv = rule_conv
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    kw = dict(r_correct=rc, r_incorrect=rw, gamma=gamma, convention=conv)
+    kw = dict(r_correct=rc, r_incorrect=rw, gamma=gamma, advantage=conv)
     dz = M.logit_step(z, c, grp, 0.3, rule, **kw)
-    ref = oracle_dz(z, c, draws, 0.3, rule, rc=rc, rw=rw, gamma=gamma, convention=conv)
+    ref = oracle_dz(z, c, draws, 0.3, rule, rc=rc, rw=rw, gamma=gamma, advantage=conv)
     np.testing.assert_allclose(dz, ref, rtol=1e-12, atol=1e-15)
 
 
@@ -198,11 +198,11 @@ def test_logit_step_is_gradient_of_surrogate(pd_, rule_conv, rewards, gamma):
 
 @settings(max_examples=200)
 @given(policy_and_draws(max_k=7, max_n=8), REWARDS, st.floats(0.01, 2.0))
-def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
+def test_p17_p10_equal_p19_on_subsets(pd_, rewards, lr):
     z, c, draws = pd_
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    dz = oracle_dz(z, c, draws, eta, "theory", rc=rc, rw=rw)
+    dz = oracle_dz(z, c, draws, lr, "theory", rc=rc, rw=rw)
     p = np.exp(z - z.max())
     p /= p.sum()
     sampled = np.isin(np.arange(z.size), draws)
@@ -212,8 +212,8 @@ def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
         return np.dot(p[mask], dz[mask]) - p[mask].sum() * mean_dz
 
     stats = M.group_statistics(z, c, grp, rc, rw)
-    t17 = M.total_correct_change_p17(stats, eta)
-    t10 = M.unsampled_correct_change_p10(stats, eta)
+    t17 = M.total_correct_change_p17(stats, lr)
+    t10 = M.unsampled_correct_change_p10(stats, lr)
     scale = np.dot(p, np.abs(dz)) + 1e-300
     tol = dict(rel=1e-9, abs=1e-13 * scale)
     assert t17.total == pytest.approx(p19(c), **tol)
@@ -232,7 +232,7 @@ def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
     if rc >= 0 >= rw:  # both encodings of the paper; for other rewards the signs can flip
         assert t17.sampled_correct >= 0 and t17.sampled_incorrect >= 0
     # one_step reports the same closed forms, and P-18 summed over a subset is P-19.
-    r = M.one_step(z, c, grp, eta, r_correct=rc, r_incorrect=rw)
+    r = M.one_step(z, c, grp, lr, r_correct=rc, r_incorrect=rw)
     assert r.first_order_source == "P-17/P-10"
     assert r.dq_pos_first_order == pytest.approx(t17.total, rel=1e-12, abs=1e-300)
     assert r.dq_unsampled_correct_first_order == pytest.approx(t10.total, rel=1e-12, abs=1e-300)
@@ -250,7 +250,7 @@ def test_p17_p10_on_paper_policy_against_p19_by_hand():
         p /= p.sum()
         sampled = np.zeros(z.size, dtype=bool)
         sampled[grp.actions] = True
-        # P-5 by hand on the sampled actions, and -(eta/N) S_R p on the unsampled ones.
+        # P-5 by hand on the sampled actions, and -(lr/N) S_R p on the unsampled ones.
         s_r = np.dot(p[grp.actions], np.where(c[grp.actions], rc, rw))
         np.testing.assert_allclose(dz[~sampled], -1e-2 / 64 * s_r * p[~sampled], rtol=1e-12)
         mean_dz = np.dot(p, dz)
@@ -271,11 +271,11 @@ def test_p17_p10_on_paper_policy_against_p19_by_hand():
 
 @settings(max_examples=100)
 @given(policy_and_draws(), RULE_CONV, GAMMAS, st.sampled_from([1e-3, 0.1, 1.0, 30.0]))
-def test_exact_changes_against_mpmath(pd_, rule_conv, gamma, eta):
+def test_exact_changes_against_mpmath(pd_, rule_conv, gamma, lr):
     z, c, draws = pd_
     rule, conv = rule_conv
     grp = M.make_group(draws, n_actions=z.size)
-    r = M.one_step(z, c, grp, eta, rule, gamma=gamma, convention=conv)
+    r = M.one_step(z, c, grp, lr, rule, gamma=gamma, advantage=conv)
     sampled = np.isin(np.arange(z.size), draws)
     ref = mp_mass_change(z, r.dz, [c, c & ~sampled, c & sampled])
     for got, want in zip(
@@ -315,13 +315,13 @@ def test_exact_change_on_paper_policy_against_mpmath():
 
 
 # --------------------------------------------------------------------------------------------
-# first order vs exact: the error is O(eta^2)
+# first order vs exact: the error is O(lr^2)
 # --------------------------------------------------------------------------------------------
 
 
-def _errors(z, c, grp, eta, rule, conv, gamma, rc, rw):
+def _errors(z, c, grp, lr, rule, conv, gamma, rc, rw):
     """Signed exact - first-order changes (dQ_pos, dQ_u, dP_pos, every dp_j) and sum p |dz|."""
-    r = M.one_step(z, c, grp, eta, rule, convention=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
+    r = M.one_step(z, c, grp, lr, rule, advantage=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
     p = np.exp(z - z.max())
     p /= p.sum()
     per_action = M.exact_prob_change(p, r.dz) - M.prob_change_first_order(p, r.dz)
@@ -335,25 +335,23 @@ def _errors(z, c, grp, eta, rule, conv, gamma, rc, rw):
 
 @settings(max_examples=200)
 @given(policy_and_draws(), RULE_CONV, REWARDS, GAMMAS)
-def test_first_order_error_is_second_order_in_eta(pd_, rule_conv, rewards, gamma):
+def test_first_order_error_is_second_order_in_lr(pd_, rule_conv, rewards, gamma):
     z, c, draws = pd_
     rule, conv = rule_conv
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    kw = dict(convention=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
+    kw = dict(advantage=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
     scale = np.abs(M.logit_step(z, c, grp, 1.0, rule, **kw)).max()
     if scale == 0:  # zero-variance group or g = 0: nothing moves, exactly
         r = M.one_step(z, c, grp, 1.0, rule, **kw)
         assert r.dq_pos_exact == 0.0 and r.dq_pos_first_order == 0.0
         return
-    etas = 0.2 / scale / 2.0 ** np.arange(8)  # largest logit move 0.2, 0.1, ..., 0.0016
-    errs, sizes = zip(
-        *[_errors(z, c, grp, e, rule, conv, gamma, rc, rw) for e in etas], strict=True
-    )
-    coef = np.array(errs) / etas[:, None] ** 2  # (exact - first)/eta^2 -> second-order coefficient
-    noise = 1e-13 * np.array(sizes) / etas**2
-    # If the error is O(eta^2), coef converges: its successive differences shrink (by ~2 per
-    # halving, the next term being O(eta)). An O(eta) error would make them DOUBLE per halving.
+    lrs = 0.2 / scale / 2.0 ** np.arange(8)  # largest logit move 0.2, 0.1, ..., 0.0016
+    errs, sizes = zip(*[_errors(z, c, grp, e, rule, conv, gamma, rc, rw) for e in lrs], strict=True)
+    coef = np.array(errs) / lrs[:, None] ** 2  # (exact - first)/lr^2 -> second-order coefficient
+    noise = 1e-13 * np.array(sizes) / lrs**2
+    # If the error is O(lr^2), coef converges: its successive differences shrink (by ~2 per
+    # halving, the next term being O(lr)). An O(lr) error would make them DOUBLE per halving.
     diffs = np.abs(np.diff(coef, axis=0)).max(axis=1)
     for k in range(4, 7):
         assert diffs[k] <= 0.75 * diffs[k - 1] + 4 * noise[k + 1], (k, diffs)
@@ -364,18 +362,16 @@ def test_first_order_error_is_second_order_in_eta(pd_, rule_conv, rewards, gamma
     [
         ("theory", None, [0, 1, 4, 4]),
         ("theory", None, [0, 0, 0]),
-        ("paper-sim", None, [0, 2, 3, 5, 5]),
+        ("linear", None, [0, 2, 3, 5, 5]),
         ("logprob", None, [0, 1, 4, 4]),
         ("logprob", "trl", [1, 3, 3, 5, 0]),
     ],
 )
-def test_halving_eta_divides_error_by_four(rule, conv, draws):
+def test_halving_lr_divides_error_by_four(rule, conv, draws):
     z = np.array([2.0, 0.5, -0.5, 1.0, 0.0, -1.0])
     c = np.array([True, True, True, False, False, False])
     grp = M.make_group(draws, n_actions=6)
-    e = [
-        np.abs(_errors(z, c, grp, eta, rule, conv, 0.0, 1.0, -1.0)[0]) for eta in (0.04, 0.02, 0.01)
-    ]
+    e = [np.abs(_errors(z, c, grp, lr, rule, conv, 0.0, 1.0, -1.0)[0]) for lr in (0.04, 0.02, 0.01)]
     for big, small in zip(e[:-1], e[1:], strict=True):
         np.testing.assert_allclose(big / small, 4.0, rtol=0.05)
 
@@ -447,22 +443,22 @@ def test_focal_weight_scales_the_step():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(eta=0.0), "^eta must be > 0.0; got 0.0"),
-        (dict(eta=-1.0), "^eta must be"),
+        (dict(lr=0.0), "^lr must be > 0.0; got 0.0"),
+        (dict(lr=-1.0), "^lr must be"),
         (dict(rule="ppo"), "^rule must be one of"),
         (dict(gamma=-0.5), "^gamma must be >= 0.0; got -0.5"),
         (dict(r_correct=0.0, r_incorrect=0.0), "^r_correct must be > r_incorrect = 0.0; got 0.0"),
-        (dict(convention="trl"), "^convention must be None for rule 'theory'"),
-        (dict(rule="logprob", convention="nope"), "^convention must be one of"),
+        (dict(advantage="trl"), "^advantage must be None for rule 'theory'"),
+        (dict(rule="logprob", advantage="nope"), "^advantage must be one of"),
     ],
 )
 def test_one_step_validation(kwargs, message):
     z = np.array([1.0, 0.0])
     c = np.array([True, False])
-    args = dict(eta=0.1, rule="theory")
+    args = dict(lr=0.1, rule="theory")
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        M.one_step(z, c, M.make_group([0], n_actions=2), args.pop("eta"), **args)
+        M.one_step(z, c, M.make_group([0], n_actions=2), args.pop("lr"), **args)
 
 
 def test_one_step_rejects_bad_policies():
@@ -494,8 +490,8 @@ def test_per_action_and_subset_methods():
     z = np.array([2.0, 0.5, -0.5, 1.0, 0.0, -1.0])
     c = np.array([True, True, True, False, False, False])
     draws = [0, 3, 3]
-    r = M.one_step(z, c, M.make_group(draws, n_actions=6), 0.4, "paper-sim")
-    dz = oracle_dz(z, c, draws, 0.4, "paper-sim")
+    r = M.one_step(z, c, M.make_group(draws, n_actions=6), 0.4, "linear")
+    dz = oracle_dz(z, c, draws, 0.4, "linear")
     p = np.exp(z) / np.exp(z).sum()
     np.testing.assert_allclose(r.dp_first_order(), p * (dz - np.dot(p, dz)), rtol=1e-12)
     mp.mp.dps = 50
@@ -506,5 +502,5 @@ def test_per_action_and_subset_methods():
     assert first == pytest.approx(r.dp_first_order()[odd].sum(), rel=1e-12)
     assert exact == pytest.approx(mp_mass_change(z, dz, [odd])[0], rel=1e-10)
     assert r.subset_change(c) == pytest.approx((r.dq_pos_first_order, r.dq_pos_exact), rel=1e-12)
-    with pytest.raises(ValueError, match="^mask must be a bool mask over actions"):
+    with pytest.raises(ValueError, match=r"^mask must be of the shape of probs \(6,\)"):
         r.subset_change([1, 0])
