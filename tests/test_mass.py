@@ -9,6 +9,8 @@ Oracles, all independent of fgrpo_theory.mass:
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -504,3 +506,159 @@ def test_per_action_and_subset_methods():
     assert r.subset_change(c) == pytest.approx((r.dq_pos_first_order, r.dq_pos_exact), rel=1e-12)
     with pytest.raises(ValueError, match=r"^mask must be of the shape of probs \(6,\)"):
         r.subset_change([1, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# issue 10 item 11: every public function names the argument and the value
+# --------------------------------------------------------------------------------------------
+
+P3 = np.array([0.5, 0.3, 0.2])
+DZ3 = np.array([0.1, -0.2, 0.0])
+
+
+@pytest.mark.parametrize(
+    "fn", [M.prob_change_first_order, M.exact_prob_change], ids=["first_order", "exact"]
+)
+@pytest.mark.parametrize(
+    ("probs", "dz", "message"),
+    [
+        ([0.5, np.nan, 0.5], DZ3, "^probs must be a finite number; got nan$"),
+        ([0.5, np.inf, 0.5], DZ3, "^probs must be a finite number; got inf$"),
+        (P3, [0.1, np.nan, 0.0], "^dz must be a finite number; got nan$"),
+        (P3, [0.1, -np.inf, 0.0], "^dz must be a finite number; got -inf$"),
+        ([1.2, -0.2, 0.0], DZ3, r"^probs must be >= 0\.0; got -0\.2$"),
+        ([0.5, 0.3, 0.3], DZ3, "^probs must be probabilities summing to 1 over the last axis"),
+        (
+            [[0.5, 0.5, 0.0], [0.2, 0.2, 0.2]],
+            [DZ3, DZ3],
+            "summing to 1.*got 'an array summing to 0.6",
+        ),
+        (
+            P3,
+            [0.1, 0.2],
+            r"^dz must be of the shape of probs \(3,\); got 'an array of shape \(2,\)'$",
+        ),
+        (P3, 0.1, r"^dz must be of the shape of probs \(3,\); got 'an array of shape \(\)'$"),
+        (1.0, 0.1, "^probs must be an array of shape"),
+        ("abc", DZ3, "^probs must be a number or an array of numbers"),
+    ],
+)
+def test_prob_changes_validate(fn, probs, dz, message):
+    with pytest.raises(ValueError, match=message):
+        fn(probs, dz)
+
+
+def test_prob_changes_accept_valid_batches():
+    p = np.array([P3, [0.25, 0.25, 0.5]])
+    d = np.array([DZ3, [0.0, 0.3, -0.1]])
+    first = M.prob_change_first_order(p, d)
+    exact = M.exact_prob_change(p, d)
+    # hand-computed P-18 on the second row, and exact = softmax(log p + dz) - p
+    np.testing.assert_allclose(first[1], p[1] * (d[1] - p[1] @ d[1]), rtol=1e-15)
+    new = p[1] * np.exp(d[1]) / np.sum(p[1] * np.exp(d[1]))
+    np.testing.assert_allclose(exact[1], new - p[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fn", [M.subset_change_first_order, M.exact_subset_change], ids=["first_order", "exact"]
+)
+def test_subset_changes_validate(fn):
+    with pytest.raises(ValueError, match=r"^mask must be of the shape of probs \(3,\)"):
+        fn(P3, DZ3, [True, False])
+    with pytest.raises(ValueError, match="^mask must be a mask of booleans or 0/1 values; got 2"):
+        fn(P3, DZ3, [1, 2, 0])
+    with pytest.raises(ValueError, match="^weights must be >= 0.0; got -1.0"):
+        fn(P3, DZ3, [True, False, True], [1.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match="^probs must be probabilities summing to 1"):
+        fn(P3, DZ3, [True, False, True], [2.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="^dz must be a finite number; got nan"):
+        fn(P3, [0.0, np.nan, 0.0], [True, False, True])
+    # weights: one entry standing for two actions of probability 0.25 each
+    merged = fn([0.5, 0.25], [0.1, 0.3], [True, False], [1.0, 2.0])
+    dense = fn([0.5, 0.25, 0.25], [0.1, 0.3, 0.3], [True, False, False])
+    assert merged == pytest.approx(dense, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("K", "N", "message"),
+    [
+        (np.inf, 3, "^K must be a finite number; got inf$"),
+        (3, np.inf, "^N must be a finite number; got inf$"),
+        (None, 3, "^K must be a single integer >= 1; got None$"),
+        (3, None, "^N must be a single integer >= 1; got None$"),
+        ([3, 4], 3, r"^K must be a single integer >= 1; got 'an array of shape \(2,\)'$"),
+        (3, np.array([1, 2]), r"^N must be a single integer >= 1; got 'an array of shape \(2,\)'$"),
+        (0, 3, "^K must be >= 1; got 0$"),
+        (3, 2.5, "^N must be an integer; got 2.5$"),
+        (128_000, 2**53, "^N must be such that C.N.K-1, N. has at most 100000 digits"),
+    ],
+)
+def test_count_outcomes_validates(K, N, message):
+    with pytest.raises(ValueError, match=message):
+        M.count_outcomes(K, N)
+
+
+def test_count_outcomes_and_its_log():
+    # stars and bars by brute force for small cases
+    import itertools
+    import math
+
+    for K, N in [(1, 5), (2, 3), (4, 4), (6, 3)]:
+        brute = sum(1 for _ in itertools.combinations_with_replacement(range(K), N))
+        assert M.count_outcomes(K, N) == brute
+        assert M.log_count_outcomes(K, N) == pytest.approx(math.log(brute), rel=1e-13, abs=1e-13)
+    # huge counts: the log against mpmath (gammaln differences lost 2e-5 relative here)
+    mp.mp.dps = 50
+    for K, N in [(128_000, 2**53), (1, 131_072), (2, 131_072), (128_000, 1), (10**9, 131_072)]:
+        ref = float(mp.log(mp.binomial(N + K - 1, N)))
+        assert M.log_count_outcomes(K, N) == pytest.approx(ref, rel=1e-13, abs=1e-13), (K, N)
+    ref = float(mp.log(mp.binomial(2 * 10**7 - 1, 10**7)))
+    assert M.log_count_outcomes(10**7, 10**7) == pytest.approx(ref, rel=1e-10)
+
+
+def test_closed_forms_name_the_argument():
+    z, c = np.array([1.0, 0.0, -1.0]), np.array([True, False, False])
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits; got 'an array"):
+        M.expected_unsampled_square_mass(1.0, 4)
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits"):
+        M.expected_unsampled_square_mass(np.zeros((2, 2)), 4)
+    with pytest.raises(ValueError, match="^N must be >= 1; got 0"):
+        M.expected_unsampled_square_mass(z, [4, 0])
+    with pytest.raises(ValueError, match="^k must be <= 4; got 5"):
+        M.expected_sampled_mass_given_correct(z, c, 4, 5)
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1048577"):
+        M.expected_logprob_drift(z, c, 2**20 + 1)
+    with pytest.raises(ValueError, match="^advantage must be one of"):
+        M.expected_logprob_drift(z, c, 4, advantage="nope")
+    with pytest.raises(ValueError, match="^stats must be a GroupStatistics"):
+        M.total_correct_change_p17({"N": 3}, 0.1)
+    stats = M.group_statistics(z, c, M.make_group([0, 1], n_actions=3))
+    with pytest.raises(ValueError, match="^lr must be >= 0.0; got -0.1"):
+        M.unsampled_correct_change_p10(stats, -0.1)
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits"):
+        M.sample_group([[1.0, 0.0]], 3)
+
+
+def test_work_is_bounded_before_it_starts():
+    # issue 10 item 5, in the library: refused at once (no 8 GB draw, no endless loop)
+    z, c = paper_policy()
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1000000000$"):
+        M.sample_group(z, 1_000_000_000)
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1000000000$"):
+        M.expected_change(z, c, 1_000_000_000, 0.1)
+    with pytest.raises(ValueError, match="^samples must be <= 268435456 for N = 8"):
+        M.expected_change(z, c, 8, 0.1, method="monte-carlo", samples=2**53)
+    assert M.MAX_MONTE_CARLO_DRAWS == 2**31 and M.MAX_GROUP_SIZE == 2**20
+
+
+def test_step_spec_is_validated_once_and_resolves_the_advantage():
+    s = M.StepSpec("linear", 0.5)
+    assert s.advantage.name == "dr-grpo" and s.lr == 0.5 and s.r_incorrect == -1.0
+    assert M.StepSpec("logprob", 0.5).advantage_name == "grpo"
+    assert M.StepSpec("theory", 0.5).advantage is None
+    with pytest.raises(ValueError, match="^rule must be one of 'theory', 'linear', 'logprob'"):
+        M.StepSpec("paper-sim", 0.5)
+    with pytest.raises(ValueError, match="^advantage must be a preset name or an Advantage"):
+        M.StepSpec("logprob", 0.5, advantage=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.lr = 1.0

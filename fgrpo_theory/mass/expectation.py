@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import gammaln, log_softmax, softmax
+from scipy.special import betaln, gammaln, log1p, log_softmax, softmax
 
 from .._validate import check_int_array, fail
 from ..advantages import AdvantageConvention
@@ -55,6 +55,8 @@ MAX_MONTE_CARLO_DRAWS = 2**31
 #: coefficient exactly takes long; use :func:`log_count_outcomes`).
 MAX_OUTCOME_DIGITS = 100_000
 
+_LOG_COUNT_TERMS = 1_000_000  # log_count_outcomes sums at most this many logarithms
+
 
 def _check_count_args(K: Any, N: Any) -> tuple[int, int]:
     out = []
@@ -71,6 +73,10 @@ def _check_count_args(K: Any, N: Any) -> tuple[int, int]:
 def log_count_outcomes(K: int, N: int) -> float:
     """Natural log of the number of group outcomes, ln C(N+K-1, N) (float, any size).
 
+    Relative accuracy about 1e-13 when min(N, K - 1) <= 10**6 (an exact sum of logarithms,
+    free of the cancellation of ``gammaln(N+K) - gammaln(N+1) - gammaln(K)``), about 1e-10
+    beyond (``scipy.special.betaln``).
+
     Parameters
     ----------
     K : int
@@ -79,7 +85,14 @@ def log_count_outcomes(K: int, N: int) -> float:
         Group size, 1 <= N <= 2**53.
     """
     K, N = _check_count_args(K, N)
-    return float(gammaln(N + K) - gammaln(N + 1) - gammaln(K))
+    m = min(N, K - 1)  # C(N+K-1, N) = C(N+K-1, m)
+    if m == 0:
+        return 0.0
+    big = max(N, K - 1)
+    if m <= _LOG_COUNT_TERMS:  # ln C = sum_{i<=m} log1p(big / i): no cancellation
+        i = np.arange(1, m + 1, dtype=float)
+        return float(np.sum(log1p(big / i)))
+    return float(-np.log(float(N + K)) - betaln(float(N + 1), float(K)))
 
 
 def count_outcomes(K: int, N: int) -> int:

@@ -51,7 +51,7 @@ def _check(
     if off.any():
         fail(
             "probs",
-            f"an array summing to {total[off].flat[0]!r}",
+            f"an array summing to {float(total[off].flat[0])!r}",
             f"probabilities summing to 1 over the last axis (within {PROB_SUM_TOL:g})",
         )
     m = None
