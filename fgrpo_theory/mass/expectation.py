@@ -296,7 +296,7 @@ def _collect(
     values: dict[str, np.ndarray],
     dz: np.ndarray,
     new_probs: Callable[[int], np.ndarray],
-    quantities: Sequence[Any],
+    quantities: Sequence[str | Callable[[np.ndarray], float]],
     names: list[str],
 ) -> dict[str, np.ndarray]:
     out = {}
@@ -312,7 +312,7 @@ def _enumerate(
     z: np.ndarray,
     p: np.ndarray,
     corr: np.ndarray,
-    quantities: Sequence[Any],
+    quantities: Sequence[str | Callable[[np.ndarray], float]],
     names: list[str],
     N: int,
     spec: StepSpec,
@@ -350,7 +350,7 @@ def _monte_carlo(
     z: np.ndarray,
     p: np.ndarray,
     corr: np.ndarray,
-    quantities: Sequence[Any],
+    quantities: Sequence[str | Callable[[np.ndarray], float]],
     names: list[str],
     N: int,
     spec: StepSpec,
