@@ -9,6 +9,8 @@ Oracles, all independent of fgrpo_theory.mass:
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath as mp
 import numpy as np
 import pytest
@@ -30,7 +32,7 @@ def softmax_c(z):
     return e / e.sum()
 
 
-def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, convention=None):
+def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, advantage=None):
     """Surrogate J(z) of one group (from the definitions in theory.md) and the focal weight."""
     draws = np.asarray(draws)
     N = draws.size
@@ -44,14 +46,14 @@ def objective(rule, draws, correct, rc=1.0, rw=-1.0, gamma=0.0, convention=None)
         def J(z):
             return (r_d * softmax_c(z)[distinct]).sum() / N
 
-    elif rule == "paper-sim":  # per-sample mean-centred linear surrogate (appendix J)
+    elif rule == "linear":  # per-sample mean-centred linear surrogate (appendix J)
         adv = rewards - rewards.mean()
 
         def J(z):
             return (adv * softmax_c(z)[draws]).sum() / N
 
     else:  # log-prob policy gradient with the advantage module's group advantages
-        adv = group_advantages(rewards, convention or "grpo")
+        adv = group_advantages(rewards, advantage or "grpo")
 
         def J(z):
             return (adv * (z[draws] - np.log(np.exp(z).sum()))).sum() / N
@@ -69,9 +71,9 @@ def grad_cs(J, z, h=1e-30):
     return out
 
 
-def oracle_dz(z, correct, draws, eta, rule, **kw):
+def oracle_dz(z, correct, draws, lr, rule, **kw):
     J, g = objective(rule, draws, correct, **kw)
-    return eta * g * grad_cs(J, z)
+    return lr * g * grad_cs(J, z)
 
 
 def mp_mass_change(z, dz, masks, weights=None):
@@ -114,7 +116,7 @@ GAMMAS = st.sampled_from([0.0, 0.5, 1.0])
 RULE_CONV = st.sampled_from(
     [
         ("theory", None),
-        ("paper-sim", None),
+        ("linear", None),
         ("logprob", None),
         ("logprob", "grpo-bessel"),
         ("logprob", "trl"),
@@ -185,9 +187,9 @@ def test_logit_step_is_gradient_of_surrogate(pd_, rule_conv, rewards, gamma):
     rule, conv = rule_conv
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    kw = dict(r_correct=rc, r_incorrect=rw, gamma=gamma, convention=conv)
+    kw = dict(r_correct=rc, r_incorrect=rw, gamma=gamma, advantage=conv)
     dz = M.logit_step(z, c, grp, 0.3, rule, **kw)
-    ref = oracle_dz(z, c, draws, 0.3, rule, rc=rc, rw=rw, gamma=gamma, convention=conv)
+    ref = oracle_dz(z, c, draws, 0.3, rule, rc=rc, rw=rw, gamma=gamma, advantage=conv)
     np.testing.assert_allclose(dz, ref, rtol=1e-12, atol=1e-15)
 
 
@@ -198,11 +200,11 @@ def test_logit_step_is_gradient_of_surrogate(pd_, rule_conv, rewards, gamma):
 
 @settings(max_examples=200)
 @given(policy_and_draws(max_k=7, max_n=8), REWARDS, st.floats(0.01, 2.0))
-def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
+def test_p17_p10_equal_p19_on_subsets(pd_, rewards, lr):
     z, c, draws = pd_
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    dz = oracle_dz(z, c, draws, eta, "theory", rc=rc, rw=rw)
+    dz = oracle_dz(z, c, draws, lr, "theory", rc=rc, rw=rw)
     p = np.exp(z - z.max())
     p /= p.sum()
     sampled = np.isin(np.arange(z.size), draws)
@@ -212,8 +214,8 @@ def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
         return np.dot(p[mask], dz[mask]) - p[mask].sum() * mean_dz
 
     stats = M.group_statistics(z, c, grp, rc, rw)
-    t17 = M.total_correct_change_p17(stats, eta)
-    t10 = M.unsampled_correct_change_p10(stats, eta)
+    t17 = M.total_correct_change_p17(stats, lr)
+    t10 = M.unsampled_correct_change_p10(stats, lr)
     scale = np.dot(p, np.abs(dz)) + 1e-300
     tol = dict(rel=1e-9, abs=1e-13 * scale)
     assert t17.total == pytest.approx(p19(c), **tol)
@@ -232,7 +234,7 @@ def test_p17_p10_equal_p19_on_subsets(pd_, rewards, eta):
     if rc >= 0 >= rw:  # both encodings of the paper; for other rewards the signs can flip
         assert t17.sampled_correct >= 0 and t17.sampled_incorrect >= 0
     # one_step reports the same closed forms, and P-18 summed over a subset is P-19.
-    r = M.one_step(z, c, grp, eta, r_correct=rc, r_incorrect=rw)
+    r = M.one_step(z, c, grp, lr, r_correct=rc, r_incorrect=rw)
     assert r.first_order_source == "P-17/P-10"
     assert r.dq_pos_first_order == pytest.approx(t17.total, rel=1e-12, abs=1e-300)
     assert r.dq_unsampled_correct_first_order == pytest.approx(t10.total, rel=1e-12, abs=1e-300)
@@ -250,7 +252,7 @@ def test_p17_p10_on_paper_policy_against_p19_by_hand():
         p /= p.sum()
         sampled = np.zeros(z.size, dtype=bool)
         sampled[grp.actions] = True
-        # P-5 by hand on the sampled actions, and -(eta/N) S_R p on the unsampled ones.
+        # P-5 by hand on the sampled actions, and -(lr/N) S_R p on the unsampled ones.
         s_r = np.dot(p[grp.actions], np.where(c[grp.actions], rc, rw))
         np.testing.assert_allclose(dz[~sampled], -1e-2 / 64 * s_r * p[~sampled], rtol=1e-12)
         mean_dz = np.dot(p, dz)
@@ -271,11 +273,11 @@ def test_p17_p10_on_paper_policy_against_p19_by_hand():
 
 @settings(max_examples=100)
 @given(policy_and_draws(), RULE_CONV, GAMMAS, st.sampled_from([1e-3, 0.1, 1.0, 30.0]))
-def test_exact_changes_against_mpmath(pd_, rule_conv, gamma, eta):
+def test_exact_changes_against_mpmath(pd_, rule_conv, gamma, lr):
     z, c, draws = pd_
     rule, conv = rule_conv
     grp = M.make_group(draws, n_actions=z.size)
-    r = M.one_step(z, c, grp, eta, rule, gamma=gamma, convention=conv)
+    r = M.one_step(z, c, grp, lr, rule, gamma=gamma, advantage=conv)
     sampled = np.isin(np.arange(z.size), draws)
     ref = mp_mass_change(z, r.dz, [c, c & ~sampled, c & sampled])
     for got, want in zip(
@@ -315,13 +317,13 @@ def test_exact_change_on_paper_policy_against_mpmath():
 
 
 # --------------------------------------------------------------------------------------------
-# first order vs exact: the error is O(eta^2)
+# first order vs exact: the error is O(lr^2)
 # --------------------------------------------------------------------------------------------
 
 
-def _errors(z, c, grp, eta, rule, conv, gamma, rc, rw):
+def _errors(z, c, grp, lr, rule, conv, gamma, rc, rw):
     """Signed exact - first-order changes (dQ_pos, dQ_u, dP_pos, every dp_j) and sum p |dz|."""
-    r = M.one_step(z, c, grp, eta, rule, convention=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
+    r = M.one_step(z, c, grp, lr, rule, advantage=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
     p = np.exp(z - z.max())
     p /= p.sum()
     per_action = M.exact_prob_change(p, r.dz) - M.prob_change_first_order(p, r.dz)
@@ -335,25 +337,23 @@ def _errors(z, c, grp, eta, rule, conv, gamma, rc, rw):
 
 @settings(max_examples=200)
 @given(policy_and_draws(), RULE_CONV, REWARDS, GAMMAS)
-def test_first_order_error_is_second_order_in_eta(pd_, rule_conv, rewards, gamma):
+def test_first_order_error_is_second_order_in_lr(pd_, rule_conv, rewards, gamma):
     z, c, draws = pd_
     rule, conv = rule_conv
     rc, rw = rewards
     grp = M.make_group(draws, n_actions=z.size)
-    kw = dict(convention=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
+    kw = dict(advantage=conv, gamma=gamma, r_correct=rc, r_incorrect=rw)
     scale = np.abs(M.logit_step(z, c, grp, 1.0, rule, **kw)).max()
     if scale == 0:  # zero-variance group or g = 0: nothing moves, exactly
         r = M.one_step(z, c, grp, 1.0, rule, **kw)
         assert r.dq_pos_exact == 0.0 and r.dq_pos_first_order == 0.0
         return
-    etas = 0.2 / scale / 2.0 ** np.arange(8)  # largest logit move 0.2, 0.1, ..., 0.0016
-    errs, sizes = zip(
-        *[_errors(z, c, grp, e, rule, conv, gamma, rc, rw) for e in etas], strict=True
-    )
-    coef = np.array(errs) / etas[:, None] ** 2  # (exact - first)/eta^2 -> second-order coefficient
-    noise = 1e-13 * np.array(sizes) / etas**2
-    # If the error is O(eta^2), coef converges: its successive differences shrink (by ~2 per
-    # halving, the next term being O(eta)). An O(eta) error would make them DOUBLE per halving.
+    lrs = 0.2 / scale / 2.0 ** np.arange(8)  # largest logit move 0.2, 0.1, ..., 0.0016
+    errs, sizes = zip(*[_errors(z, c, grp, e, rule, conv, gamma, rc, rw) for e in lrs], strict=True)
+    coef = np.array(errs) / lrs[:, None] ** 2  # (exact - first)/lr^2 -> second-order coefficient
+    noise = 1e-13 * np.array(sizes) / lrs**2
+    # If the error is O(lr^2), coef converges: its successive differences shrink (by ~2 per
+    # halving, the next term being O(lr)). An O(lr) error would make them DOUBLE per halving.
     diffs = np.abs(np.diff(coef, axis=0)).max(axis=1)
     for k in range(4, 7):
         assert diffs[k] <= 0.75 * diffs[k - 1] + 4 * noise[k + 1], (k, diffs)
@@ -364,18 +364,16 @@ def test_first_order_error_is_second_order_in_eta(pd_, rule_conv, rewards, gamma
     [
         ("theory", None, [0, 1, 4, 4]),
         ("theory", None, [0, 0, 0]),
-        ("paper-sim", None, [0, 2, 3, 5, 5]),
+        ("linear", None, [0, 2, 3, 5, 5]),
         ("logprob", None, [0, 1, 4, 4]),
         ("logprob", "trl", [1, 3, 3, 5, 0]),
     ],
 )
-def test_halving_eta_divides_error_by_four(rule, conv, draws):
+def test_halving_lr_divides_error_by_four(rule, conv, draws):
     z = np.array([2.0, 0.5, -0.5, 1.0, 0.0, -1.0])
     c = np.array([True, True, True, False, False, False])
     grp = M.make_group(draws, n_actions=6)
-    e = [
-        np.abs(_errors(z, c, grp, eta, rule, conv, 0.0, 1.0, -1.0)[0]) for eta in (0.04, 0.02, 0.01)
-    ]
+    e = [np.abs(_errors(z, c, grp, lr, rule, conv, 0.0, 1.0, -1.0)[0]) for lr in (0.04, 0.02, 0.01)]
     for big, small in zip(e[:-1], e[1:], strict=True):
         np.testing.assert_allclose(big / small, 4.0, rtol=0.05)
 
@@ -447,22 +445,22 @@ def test_focal_weight_scales_the_step():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(eta=0.0), "^eta must be > 0.0; got 0.0"),
-        (dict(eta=-1.0), "^eta must be"),
+        (dict(lr=0.0), "^lr must be > 0.0; got 0.0"),
+        (dict(lr=-1.0), "^lr must be"),
         (dict(rule="ppo"), "^rule must be one of"),
         (dict(gamma=-0.5), "^gamma must be >= 0.0; got -0.5"),
         (dict(r_correct=0.0, r_incorrect=0.0), "^r_correct must be > r_incorrect = 0.0; got 0.0"),
-        (dict(convention="trl"), "^convention must be None for rule 'theory'"),
-        (dict(rule="logprob", convention="nope"), "^convention must be one of"),
+        (dict(advantage="trl"), "^advantage must be None for rule 'theory'"),
+        (dict(rule="logprob", advantage="nope"), "^advantage must be one of"),
     ],
 )
 def test_one_step_validation(kwargs, message):
     z = np.array([1.0, 0.0])
     c = np.array([True, False])
-    args = dict(eta=0.1, rule="theory")
+    args = dict(lr=0.1, rule="theory")
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        M.one_step(z, c, M.make_group([0], n_actions=2), args.pop("eta"), **args)
+        M.one_step(z, c, M.make_group([0], n_actions=2), args.pop("lr"), **args)
 
 
 def test_one_step_rejects_bad_policies():
@@ -494,8 +492,8 @@ def test_per_action_and_subset_methods():
     z = np.array([2.0, 0.5, -0.5, 1.0, 0.0, -1.0])
     c = np.array([True, True, True, False, False, False])
     draws = [0, 3, 3]
-    r = M.one_step(z, c, M.make_group(draws, n_actions=6), 0.4, "paper-sim")
-    dz = oracle_dz(z, c, draws, 0.4, "paper-sim")
+    r = M.one_step(z, c, M.make_group(draws, n_actions=6), 0.4, "linear")
+    dz = oracle_dz(z, c, draws, 0.4, "linear")
     p = np.exp(z) / np.exp(z).sum()
     np.testing.assert_allclose(r.dp_first_order(), p * (dz - np.dot(p, dz)), rtol=1e-12)
     mp.mp.dps = 50
@@ -506,5 +504,161 @@ def test_per_action_and_subset_methods():
     assert first == pytest.approx(r.dp_first_order()[odd].sum(), rel=1e-12)
     assert exact == pytest.approx(mp_mass_change(z, dz, [odd])[0], rel=1e-10)
     assert r.subset_change(c) == pytest.approx((r.dq_pos_first_order, r.dq_pos_exact), rel=1e-12)
-    with pytest.raises(ValueError, match="^mask must be a bool mask over actions"):
+    with pytest.raises(ValueError, match=r"^mask must be of the shape of probs \(6,\)"):
         r.subset_change([1, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# issue 10 item 11: every public function names the argument and the value
+# --------------------------------------------------------------------------------------------
+
+P3 = np.array([0.5, 0.3, 0.2])
+DZ3 = np.array([0.1, -0.2, 0.0])
+
+
+@pytest.mark.parametrize(
+    "fn", [M.prob_change_first_order, M.exact_prob_change], ids=["first_order", "exact"]
+)
+@pytest.mark.parametrize(
+    ("probs", "dz", "message"),
+    [
+        ([0.5, np.nan, 0.5], DZ3, "^probs must be a finite number; got nan$"),
+        ([0.5, np.inf, 0.5], DZ3, "^probs must be a finite number; got inf$"),
+        (P3, [0.1, np.nan, 0.0], "^dz must be a finite number; got nan$"),
+        (P3, [0.1, -np.inf, 0.0], "^dz must be a finite number; got -inf$"),
+        ([1.2, -0.2, 0.0], DZ3, r"^probs must be >= 0\.0; got -0\.2$"),
+        ([0.5, 0.3, 0.3], DZ3, "^probs must be probabilities summing to 1 over the last axis"),
+        (
+            [[0.5, 0.5, 0.0], [0.2, 0.2, 0.2]],
+            [DZ3, DZ3],
+            "summing to 1.*got 'an array summing to 0.6",
+        ),
+        (
+            P3,
+            [0.1, 0.2],
+            r"^dz must be of the shape of probs \(3,\); got 'an array of shape \(2,\)'$",
+        ),
+        (P3, 0.1, r"^dz must be of the shape of probs \(3,\); got 'an array of shape \(\)'$"),
+        (1.0, 0.1, "^probs must be an array of shape"),
+        ("abc", DZ3, "^probs must be a number or an array of numbers"),
+    ],
+)
+def test_prob_changes_validate(fn, probs, dz, message):
+    with pytest.raises(ValueError, match=message):
+        fn(probs, dz)
+
+
+def test_prob_changes_accept_valid_batches():
+    p = np.array([P3, [0.25, 0.25, 0.5]])
+    d = np.array([DZ3, [0.0, 0.3, -0.1]])
+    first = M.prob_change_first_order(p, d)
+    exact = M.exact_prob_change(p, d)
+    # hand-computed P-18 on the second row, and exact = softmax(log p + dz) - p
+    np.testing.assert_allclose(first[1], p[1] * (d[1] - p[1] @ d[1]), rtol=1e-15)
+    new = p[1] * np.exp(d[1]) / np.sum(p[1] * np.exp(d[1]))
+    np.testing.assert_allclose(exact[1], new - p[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fn", [M.subset_change_first_order, M.exact_subset_change], ids=["first_order", "exact"]
+)
+def test_subset_changes_validate(fn):
+    with pytest.raises(ValueError, match=r"^mask must be of the shape of probs \(3,\)"):
+        fn(P3, DZ3, [True, False])
+    with pytest.raises(ValueError, match="^mask must be a mask of booleans or 0/1 values; got 2"):
+        fn(P3, DZ3, [1, 2, 0])
+    with pytest.raises(ValueError, match="^weights must be >= 0.0; got -1.0"):
+        fn(P3, DZ3, [True, False, True], [1.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match="^probs must be probabilities summing to 1"):
+        fn(P3, DZ3, [True, False, True], [2.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="^dz must be a finite number; got nan"):
+        fn(P3, [0.0, np.nan, 0.0], [True, False, True])
+    # weights: one entry standing for two actions of probability 0.25 each
+    merged = fn([0.5, 0.25], [0.1, 0.3], [True, False], [1.0, 2.0])
+    dense = fn([0.5, 0.25, 0.25], [0.1, 0.3, 0.3], [True, False, False])
+    assert merged == pytest.approx(dense, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("K", "N", "message"),
+    [
+        (np.inf, 3, "^K must be a finite number; got inf$"),
+        (3, np.inf, "^N must be a finite number; got inf$"),
+        (None, 3, "^K must be a single integer >= 1; got None$"),
+        (3, None, "^N must be a single integer >= 1; got None$"),
+        ([3, 4], 3, r"^K must be a single integer >= 1; got 'an array of shape \(2,\)'$"),
+        (3, np.array([1, 2]), r"^N must be a single integer >= 1; got 'an array of shape \(2,\)'$"),
+        (0, 3, "^K must be >= 1; got 0$"),
+        (3, 2.5, "^N must be an integer; got 2.5$"),
+        (128_000, 2**53, "^N must be such that C.N.K-1, N. has at most 100000 digits"),
+    ],
+)
+def test_count_outcomes_validates(K, N, message):
+    with pytest.raises(ValueError, match=message):
+        M.count_outcomes(K, N)
+
+
+def test_count_outcomes_and_its_log():
+    # stars and bars by brute force for small cases
+    import itertools
+    import math
+
+    for K, N in [(1, 5), (2, 3), (4, 4), (6, 3)]:
+        brute = sum(1 for _ in itertools.combinations_with_replacement(range(K), N))
+        assert M.count_outcomes(K, N) == brute
+        assert M.log_count_outcomes(K, N) == pytest.approx(math.log(brute), rel=1e-13, abs=1e-13)
+    # huge counts: the log against mpmath (gammaln differences lost 2e-5 relative here)
+    mp.mp.dps = 50
+    for K, N in [(128_000, 2**53), (1, 131_072), (2, 131_072), (128_000, 1), (10**9, 131_072)]:
+        ref = float(mp.log(mp.binomial(N + K - 1, N)))
+        assert M.log_count_outcomes(K, N) == pytest.approx(ref, rel=1e-13, abs=1e-13), (K, N)
+    ref = float(mp.log(mp.binomial(2 * 10**7 - 1, 10**7)))
+    assert M.log_count_outcomes(10**7, 10**7) == pytest.approx(ref, rel=1e-10)
+
+
+def test_closed_forms_name_the_argument():
+    z, c = np.array([1.0, 0.0, -1.0]), np.array([True, False, False])
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits; got 'an array"):
+        M.expected_unsampled_square_mass(1.0, 4)
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits"):
+        M.expected_unsampled_square_mass(np.zeros((2, 2)), 4)
+    with pytest.raises(ValueError, match="^N must be >= 1; got 0"):
+        M.expected_unsampled_square_mass(z, [4, 0])
+    with pytest.raises(ValueError, match="^k must be <= 4; got 5"):
+        M.expected_sampled_mass_given_correct(z, c, 4, 5)
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1048577"):
+        M.expected_logprob_drift(z, c, 2**20 + 1)
+    with pytest.raises(ValueError, match="^advantage must be one of"):
+        M.expected_logprob_drift(z, c, 4, advantage="nope")
+    with pytest.raises(ValueError, match="^stats must be a GroupStatistics"):
+        M.total_correct_change_p17({"N": 3}, 0.1)
+    stats = M.group_statistics(z, c, M.make_group([0, 1], n_actions=3))
+    with pytest.raises(ValueError, match="^lr must be >= 0.0; got -0.1"):
+        M.unsampled_correct_change_p10(stats, -0.1)
+    with pytest.raises(ValueError, match=r"^logits must be a 1-d array of logits"):
+        M.sample_group([[1.0, 0.0]], 3)
+
+
+def test_work_is_bounded_before_it_starts():
+    # issue 10 item 5, in the library: refused at once (no 8 GB draw, no endless loop)
+    z, c = paper_policy()
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1000000000$"):
+        M.sample_group(z, 1_000_000_000)
+    with pytest.raises(ValueError, match="^N must be <= 1048576; got 1000000000$"):
+        M.expected_change(z, c, 1_000_000_000, 0.1)
+    with pytest.raises(ValueError, match="^samples must be <= 268435456 for N = 8"):
+        M.expected_change(z, c, 8, 0.1, method="monte-carlo", samples=2**53)
+    assert M.MAX_MONTE_CARLO_DRAWS == 2**31 and M.MAX_GROUP_SIZE == 2**20
+
+
+def test_step_spec_is_validated_once_and_resolves_the_advantage():
+    s = M.StepSpec("linear", 0.5)
+    assert s.advantage.name == "dr-grpo" and s.lr == 0.5 and s.r_incorrect == -1.0
+    assert M.StepSpec("logprob", 0.5).advantage_name == "grpo"
+    assert M.StepSpec("theory", 0.5).advantage is None
+    with pytest.raises(ValueError, match="^rule must be one of 'theory', 'linear', 'logprob'"):
+        M.StepSpec("paper-sim", 0.5)
+    with pytest.raises(ValueError, match="^advantage must be a preset name or an Advantage"):
+        M.StepSpec("logprob", 0.5, advantage=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.lr = 1.0

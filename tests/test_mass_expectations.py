@@ -31,8 +31,8 @@ def softmax(z):
     return e / e.sum()
 
 
-def oracle_dz(z, correct, draws, eta, rule, rc=1.0, rw=-1.0, gamma=0.0, convention=None):
-    """eta * g * gradient of the rule's surrogate, by complex step."""
+def oracle_dz(z, correct, draws, lr, rule, rc=1.0, rw=-1.0, gamma=0.0, advantage=None):
+    """lr * g * gradient of the rule's surrogate, by complex step."""
     draws = np.asarray(draws)
     N = draws.size
     rewards = np.where(correct[draws], rc, rw)
@@ -44,14 +44,14 @@ def oracle_dz(z, correct, draws, eta, rule, rc=1.0, rw=-1.0, gamma=0.0, conventi
         def J(v):
             return (r_d * softmax(v)[distinct]).sum() / N
 
-    elif rule == "paper-sim":
+    elif rule == "linear":
         adv = rewards - rewards.mean()
 
         def J(v):
             return (adv * softmax(v)[draws]).sum() / N
 
     else:
-        adv = group_advantages(rewards, convention or "grpo")
+        adv = group_advantages(rewards, advantage or "grpo")
 
         def J(v):
             return (adv * (v[draws] - np.log(np.exp(v).sum()))).sum() / N
@@ -61,7 +61,7 @@ def oracle_dz(z, correct, draws, eta, rule, rc=1.0, rw=-1.0, gamma=0.0, conventi
         v = z.astype(complex)
         v[k] += 1e-30j
         grad[k] = J(v).imag / 1e-30
-    return eta * g * grad
+    return lr * g * grad
 
 
 def sequences(p, N):
@@ -70,13 +70,13 @@ def sequences(p, N):
         yield np.array(seq), float(np.prod(p[list(seq)]))
 
 
-def oracle_expectations(z, c, N, eta, rule, **kw):
+def oracle_expectations(z, c, N, lr, rule, **kw):
     """E over the group of first-order and exact dQ_pos and dQ_u, and of new p_0."""
     p = softmax(z)
     out = dict.fromkeys(["dq_pos_first_order", "dq_pos_exact", "dq_u_first", "dq_u_exact"], 0.0)
     out["p0_new"] = 0.0
     for draws, prob in sequences(p, N):
-        dz = oracle_dz(z, c, draws, eta, rule, **kw)
+        dz = oracle_dz(z, c, draws, lr, rule, **kw)
         new = softmax(z + dz)
         u_pos = c & ~np.isin(np.arange(z.size), draws)
         mean_dz = np.dot(p, dz)
@@ -110,14 +110,14 @@ def test_count_outcomes_matches_brute_force():
     [
         ("theory", None, 0.0, 4),
         ("theory", None, 1.0, 3),
-        ("paper-sim", None, 0.0, 4),
+        ("linear", None, 0.0, 4),
         ("logprob", None, 0.5, 4),
         ("logprob", "trl", 0.0, 3),
     ],
 )
 def test_enumeration_against_ordered_sequences(rule, conv, gamma, N):
-    eta = 0.7
-    ref = oracle_expectations(Z4, C4, N, eta, rule, gamma=gamma, convention=conv)
+    lr = 0.7
+    ref = oracle_expectations(Z4, C4, N, lr, rule, gamma=gamma, advantage=conv)
 
     def p0_new(new_probs):
         return new_probs[0]
@@ -126,7 +126,7 @@ def test_enumeration_against_ordered_sequences(rule, conv, gamma, N):
         Z4,
         C4,
         N,
-        eta,
+        lr,
         [
             "dq_pos_first_order",
             "dq_pos_exact",
@@ -136,7 +136,7 @@ def test_enumeration_against_ordered_sequences(rule, conv, gamma, N):
         ],
         rule=rule,
         gamma=gamma,
-        convention=conv,
+        advantage=conv,
         method="enumerate",
     )
     assert res.method == "enumeration" and res.n_outcomes == M.count_outcomes(4, N)
@@ -156,14 +156,14 @@ def test_enumeration_against_ordered_sequences(rule, conv, gamma, N):
     ("z", "c", "N", "rule", "conv", "seed"),
     [
         (Z4, C4, 5, "theory", None, 1),
-        (Z4, C4, 3, "paper-sim", None, 2),
+        (Z4, C4, 3, "linear", None, 2),
         (Z4, C4, 4, "logprob", "grpo", 3),
         (Z_TIES, C_TIES, 4, "theory", None, 4),
         (Z_TIES, C_TIES, 5, "logprob", "rloo", 5),
     ],
 )
 def test_enumeration_against_monte_carlo(z, c, N, rule, conv, seed):
-    kw = dict(rule=rule, convention=conv, gamma=0.5)
+    kw = dict(rule=rule, advantage=conv, gamma=0.5)
     en = M.expected_change(z, c, N, 0.5, M.QUANTITIES, method="enumerate", **kw)
     mc = M.expected_change(
         z, c, N, 0.5, M.QUANTITIES, method="monte-carlo", samples=20_000, seed=seed, **kw
@@ -330,13 +330,13 @@ def test_lemma_h1_single_correct_action_and_validation():
 # --------------------------------------------------------------------------------------------
 
 
-def enumerate_logprob(z, c, N, eta, gamma, convention="grpo"):
+def enumerate_logprob(z, c, N, lr, gamma, advantage="grpo"):
     """E[dz], E[first-order dp] and E[exact dp] over every ordered sequence of draws."""
     p = softmax(z)
     e_dz = np.zeros(z.size)
     e_dp_exact = np.zeros(z.size)
     for draws, prob in sequences(p, N):
-        dz = oracle_dz(z, c, draws, eta, "logprob", gamma=gamma, convention=convention)
+        dz = oracle_dz(z, c, draws, lr, "logprob", gamma=gamma, advantage=advantage)
         e_dz += prob * dz
         e_dp_exact += prob * (softmax(z + dz) - p)
     return e_dz, p * (e_dz - np.dot(p, e_dz)), e_dp_exact
@@ -352,9 +352,9 @@ POLICIES = [
 @pytest.mark.parametrize(("N", "gamma"), [(1, 0.0), (2, 1.0), (3, 0.5), (4, 0.0), (5, 1.0)])
 def test_logprob_drift_against_enumeration(policy, N, gamma):
     z, c = POLICIES[policy]
-    eta = 0.2
-    e_dz, e_dp_first, _ = enumerate_logprob(z, c, N, eta, gamma)
-    d = M.expected_logprob_drift(z, c, N, eta, gamma)
+    lr = 0.2
+    e_dz, e_dp_first, _ = enumerate_logprob(z, c, N, lr, gamma)
+    d = M.expected_logprob_drift(z, c, N, lr, gamma)
     np.testing.assert_allclose(d.expected_dz, e_dz, rtol=1e-10, atol=1e-16)
     np.testing.assert_allclose(d.expected_dp, e_dp_first, rtol=1e-10, atol=1e-16)
     assert d.expected_dmu == pytest.approx(e_dp_first[c].sum(), rel=1e-10, abs=1e-16)
@@ -383,11 +383,11 @@ def test_logprob_drift_against_enumeration(policy, N, gamma):
         assert d.threshold_prob is None and np.all(d.expected_dz == 0)
 
 
-@pytest.mark.parametrize("convention", ["trl", "dr-grpo", "paper-sim"])
-def test_logprob_drift_other_conventions_against_enumeration(convention):
+@pytest.mark.parametrize("advantage", ["trl", "dr-grpo", "rloo"])
+def test_logprob_drift_other_conventions_against_enumeration(advantage):
     z, c = POLICIES[0]
-    e_dz, e_dp_first, _ = enumerate_logprob(z, c, 4, 0.3, 0.5, convention)
-    d = M.expected_logprob_drift(z, c, 4, 0.3, 0.5, convention)
+    e_dz, e_dp_first, _ = enumerate_logprob(z, c, 4, 0.3, 0.5, advantage)
+    d = M.expected_logprob_drift(z, c, 4, 0.3, 0.5, advantage)
     np.testing.assert_allclose(d.expected_dz, e_dz, rtol=1e-10, atol=1e-16)
     np.testing.assert_allclose(d.expected_dp, e_dp_first, rtol=1e-10, atol=1e-16)
 
@@ -395,9 +395,9 @@ def test_logprob_drift_other_conventions_against_enumeration(convention):
 def test_logprob_drift_exact_expectation_differs_at_second_order():
     z, c = POLICIES[0]
     errs = []
-    for eta in (0.08, 0.04, 0.02):
-        _, first, exact = enumerate_logprob(z, c, 4, eta, 0.0)
-        d = M.expected_logprob_drift(z, c, 4, eta, 0.0)
+    for lr in (0.08, 0.04, 0.02):
+        _, first, exact = enumerate_logprob(z, c, 4, lr, 0.0)
+        d = M.expected_logprob_drift(z, c, 4, lr, 0.0)
         np.testing.assert_allclose(d.expected_dp, first, rtol=1e-10)
         errs.append(np.abs(exact - d.expected_dp).max())
     np.testing.assert_allclose(errs[0] / errs[1], 4.0, rtol=0.06)
