@@ -118,7 +118,7 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
         p = np.exp(z - z.max())
         p /= p.sum()
         share = p[corr] / d.mu
-        norm = d.expected_dp[corr] / (d.eta * d.h * p[corr])
+        norm = d.expected_dp[corr] / (d.lr * d.h * p[corr])
         for s, v in zip(share, norm, strict=True):
             rows.append(
                 dict(

@@ -585,7 +585,7 @@ def _drift_enumeration_rows(expected_logprob_drift: Callable[..., Any]) -> list[
             g = (1.0 - x / N) ** gamma
             dz = g * n * a_act / N  # eta = 1
             e_dp += prob * p * (dz - np.dot(p, dz))
-        drift = expected_logprob_drift(z, corr, N, eta=1.0, gamma=gamma)
+        drift = expected_logprob_drift(z, corr, N, lr=1.0, gamma=gamma)
         for j in range(K):
             rows.append(
                 _exact_row(

@@ -86,8 +86,8 @@ def test_dynamic_sampling_resamples_match_geometric_law():
         ("logprob", "logprob", "grpo", 0.0, 3, 0.8),
         ("logprob", "logprob", "grpo", 1.0, 4, 0.8),
         ("logprob", "logprob", "rloo", 0.5, 3, 0.8),
-        ("linear", "paper-sim", "paper-sim", 0.0, 3, 5.0),
-        ("linear", "paper-sim", "paper-sim", 1.0, 4, 5.0),
+        ("linear", "linear", "dr-grpo", 0.0, 3, 5.0),
+        ("linear", "linear", "dr-grpo", 1.0, 4, 5.0),
     ],
 )
 def test_mean_one_step_change_matches_exact_enumeration(rule, mass_rule, advantage, gamma, N, lr):
@@ -105,7 +105,7 @@ def test_mean_one_step_change_matches_exact_enumeration(rule, mass_rule, advanta
     exact = mass.expected_change(
         Z0, np.arange(6) < 2, N, lr,
         quantities=_prob_getters(6),
-        rule=mass_rule, convention=advantage, gamma=gamma, method="enumerate",
+        rule=mass_rule, advantage=advantage, gamma=gamma, method="enumerate",
     )  # fmt: skip
     expected = np.array(list(exact.mean.values()))
     se = sim.std(axis=0, ddof=1) / np.sqrt(R)
@@ -125,7 +125,7 @@ def test_mean_drift_matches_section_6_first_order():
         log_steps=[1], lr=lr, rule="logprob", advantage="grpo", gamma=1.0,
     )  # fmt: skip
     sim = simulate(cfg)[[f"mass_a{i}" for i in range(6)]].to_numpy() - P0
-    drift = mass.expected_logprob_drift(Z0, np.arange(6) < 2, N, eta=lr, gamma=1.0)
+    drift = mass.expected_logprob_drift(Z0, np.arange(6) < 2, N, lr=lr, gamma=1.0)
     se = sim.std(axis=0, ddof=1) / np.sqrt(R)
     # second-order remainder: O(lr^2) per component, bounded by the enumeration below
     exact = mass.expected_change(
