@@ -125,7 +125,7 @@ def test_zero_variance_formula_policy():
 
 
 def test_convention_validation():
-    with pytest.raises(ValueError, match="^advantage must be one of 'grpo'.*; got 'ppo'$"):
+    with pytest.raises(ValueError, match="^convention must be one of 'grpo'.*; got 'ppo'$"):
         get_convention("ppo")
     with pytest.raises(ValueError, match="^override must be a field .*; got 'sd'$"):
         get_convention("grpo", sd="population")
