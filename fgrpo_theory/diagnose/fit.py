@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import betaln, gammaln, roots_jacobi
+from scipy.special import betaln, digamma, gammaln, polygamma, roots_jacobi
 from scipy.stats import binom
 
 from .._validate import fail
@@ -113,10 +113,60 @@ def fit_beta_counts(
         t0 = np.log(np.asarray(start, dtype=float))
     logc = gammaln(nn + 1) - gammaln(xx + 1) - gammaln(nn - xx + 1)
     const = float(np.sum(w * logc))
+    W = float(w.sum())
+
+    def ll(a: float, b: float) -> float:
+        return const + float(np.sum(w * (betaln(xx + a, nn - xx + b) - betaln(a, b))))
+
+    # Newton's method on (a, b) with the exact gradient and Hessian (digamma / trigamma), with
+    # step halving to stay positive and ascending; L-BFGS-B on (ln a, ln b) as the fallback.
+    a, b = np.exp(t0)
+    cur = ll(a, b)
+    converged = False
+    for _ in range(200):
+        s_ab = a + b
+        g_a = float(np.sum(w * (digamma(xx + a) - digamma(nn + s_ab)))) - W * (
+            digamma(a) - digamma(s_ab)
+        )
+        g_b = float(np.sum(w * (digamma(nn - xx + b) - digamma(nn + s_ab)))) - W * (
+            digamma(b) - digamma(s_ab)
+        )
+        t_n = float(np.sum(w * polygamma(1, nn + s_ab)))
+        h_aa = (
+            float(np.sum(w * polygamma(1, xx + a)))
+            - t_n
+            - W * (polygamma(1, a) - polygamma(1, s_ab))
+        )
+        h_bb = (
+            float(np.sum(w * polygamma(1, nn - xx + b)))
+            - t_n
+            - W * (polygamma(1, b) - polygamma(1, s_ab))
+        )
+        h_ab = -t_n + W * polygamma(1, s_ab)
+        det = h_aa * h_bb - h_ab * h_ab
+        if not (h_aa < 0 and det > 0):
+            break  # not locally concave: leave it to the fallback
+        da = -(h_bb * g_a - h_ab * g_b) / det
+        db = -(-h_ab * g_a + h_aa * g_b) / det
+        step = 1.0
+        while step > 1e-8:
+            na_, nb_ = a + step * da, b + step * db
+            if na_ > 0 and nb_ > 0:
+                new = ll(na_, nb_)
+                if new >= cur - 1e-12 * abs(cur):
+                    break
+            step /= 2
+        else:
+            break
+        a, b, cur = na_, nb_, new
+        if abs(step * da) <= 1e-10 * a and abs(step * db) <= 1e-10 * b:
+            converged = True
+            break
+    if converged and 1e-4 <= a <= 1e6 and 1e-4 <= b <= 1e6:
+        return BetaFit(float(a), float(b), float(cur), True)
 
     def nll(t: np.ndarray) -> float:
-        a, b = np.exp(t)
-        return -(const + float(np.sum(w * (betaln(xx + a, nn - xx + b) - betaln(a, b)))))
+        return -ll(*np.exp(t))
 
     bounds = [(np.log(1e-4), np.log(1e6))] * 2
     res = minimize(nll, t0, method="L-BFGS-B", bounds=bounds)

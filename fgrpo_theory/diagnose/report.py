@@ -123,8 +123,11 @@ def _analyse(
         lo, hi = np.quantile(values, [0.025, 0.975])
         return float(lo), float(hi)
 
+    boot_atoms = [beta_atoms(a, b, 100) for a, b in boot_ab]
+
     def over_boot(fn) -> tuple[float, float]:
-        return ci(np.array([fn(a, b) for a, b in boot_ab])) if len(boot_ab) else (np.nan, np.nan)
+        """Interval of fn(atoms, weights) over the bootstrap fits (100-node quadrature each)."""
+        return ci(np.array([fn(*at) for at in boot_atoms])) if boot_atoms else (np.nan, np.nan)
 
     add("groups", float(n.size))
     add("prompts", float(pid.size))
@@ -147,7 +150,7 @@ def _analyse(
     observed = float(np.mean((x > 0) & (x < n)))
     add("active_fraction_observed", observed)
     pred = float(np.mean(beta_active_fraction(beta.a, beta.b, n)))
-    lo, hi = over_boot(lambda a, b: float(np.mean(beta_active_fraction(a, b, n))))
+    lo, hi = ci(np.array([np.mean(beta_active_fraction(a, b, n)) for a, b in boot_ab]))
     add("active_fraction_predicted", pred, lo=lo, hi=hi, note="beta-binomial fit")
     mu_m, w_m = mix.mu, mix.weights
     pa_groups = 1 - mu_m[None, :] ** n[:, None] - (1 - mu_m[None, :]) ** n[:, None]
@@ -159,12 +162,12 @@ def _analyse(
         par = f"rho={r:g}"
         pb, pa = _population_miss(*atoms, np.array([N]), float(r))
 
-        def share(a, b, r=r):
-            qb, qa = _population_miss(*beta_atoms(a, b, 100), np.array([N]), float(r))
+        def share(mu, w, r=r):
+            qb, qa = _population_miss(mu, w, np.array([N]), float(r))
             return float(qb[0] / qa[0])
 
-        def miss(a, b, r=r):
-            qb, _ = _population_miss(*beta_atoms(a, b, 100), np.array([N]), float(r))
+        def miss(mu, w, r=r):
+            qb, _ = _population_miss(mu, w, np.array([N]), float(r))
             return float(qb[0])
 
         lo, hi = over_boot(miss)
@@ -194,13 +197,7 @@ def _analyse(
     for g in gamma:
         par = f"gamma={g:g}"
         m = float(effective_lr_multiplier(atoms[0], N, g, weights=atoms[1]))
-        lo, hi = over_boot(
-            lambda a, b, g=g: float(
-                effective_lr_multiplier(
-                    *beta_atoms(a, b, 100)[:1], N, g, weights=beta_atoms(a, b, 100)[1]
-                )
-            )
-        )
+        lo, hi = over_boot(lambda mu, w, g=g: float(effective_lr_multiplier(mu, N, g, weights=w)))
         add("lr_multiplier_focal", m, par, lo, hi, note=f"E[g|A|]/E[|A|] at N={N}, grpo")
         if lr is not None:
             add("control_lr", lr * m, par, lr * lo, lr * hi, note=f"lr={lr:g} times the multiplier")
@@ -290,4 +287,8 @@ def diagnose(
                         note=str(e),
                     )
                 )
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    # No NaN in any output: a quantity without an interval (or a skipped window) has None there.
+    for col in ("value", "ci_low", "ci_high"):
+        df[col] = df[col].astype(object).where(df[col].notna(), None)
+    return df
