@@ -570,3 +570,14 @@ def test_effective_lr_multiplier_weights_and_errors():
         effective_lr_multiplier([0.2, 0.7], 8, 1.0, weights=[1.0])
     with pytest.raises(ValueError, match=r"^convention must be group-scoped"):
         effective_lr_multiplier(0.3, 8, 1.0, advantage="trl-batch")
+
+
+def test_binary_and_population_refuse_complex_and_ragged():
+    from fgrpo_theory.advantages import effective_lr_multiplier
+
+    with pytest.raises(ValueError, match=r"^X must be real \(not complex\); got \(1\+2j\)$"):
+        binary_advantages(np.array([1 + 2j]), 4)
+    with pytest.raises(ValueError, match=r"^N must be a number or a rectangular"):
+        binary_advantages(1, [[4, 4], [4]])
+    with pytest.raises(ValueError, match=r"^mu must be real \(not complex\)"):
+        effective_lr_multiplier(np.array([0.3 + 0j]), 8, 1.0)

@@ -102,8 +102,8 @@ def binary_advantages(
     conv = get_convention(convention, **overrides)
     if conv.scale_scope == "batch":
         fail("convention", conv.name, "group-scoped (a batch std has no per-group closed form)")
-    x_arr = check_int_array("X", X, lo=0)
-    n_arr = check_int_array("N", N, lo=1)
+    x_arr = check_int_array("X", np.asarray(as_real_array("X", X)), lo=0)
+    n_arr = check_int_array("N", np.asarray(as_real_array("N", N)), lo=1)
     rc = check_scalar("r_correct", r_correct)
     rw = check_scalar("r_incorrect", r_incorrect)
     if not rc > rw:
@@ -292,9 +292,9 @@ def effective_lr_multiplier(
         Bad mu, N, gamma or weights; a population with no active group (E|A| = 0).
     """
     m = check_array("mu", as_real_array("mu", mu), lo=0, hi=1).ravel()
-    n = int(check_int_array("N", N, lo=1))
     if np.ndim(N) != 0:
         fail("N", N, "a single integer")
+    n = int(check_int_array("N", as_real_array("N", N), lo=1))
     if m.size * (n + 1) > MAX_ENUMERATION:
         fail("N", n, f"such that len(mu) * (N + 1) <= {MAX_ENUMERATION} (got len(mu) = {m.size})")
     gm = check_array("gamma", as_real_array("gamma", gamma), lo=0)
