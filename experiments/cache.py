@@ -87,7 +87,7 @@ def source_digest(files: list[Path]) -> str:
     return h.hexdigest()
 
 
-def library_sources(subpackages: tuple[str, ...] = ("sim",)) -> list[Path]:
+def library_sources(subpackages: tuple[str, ...] = ("sim", "advantages")) -> list[Path]:
     """The library's computing modules: top-level ``fgrpo_theory/*.py`` (not plotting) and the
     given subpackages (not the CLI)."""
     files = [f for f in _PKG_DIR.glob("*.py") if f.name not in _NOT_COMPUTING]

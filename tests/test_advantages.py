@@ -57,8 +57,12 @@ def test_verl_bessel_std_plus_1e6_and_group_of_one_raw():
     # verl sets mean 0, std 1 for a group of one: A = (r - 0) / (1 + 1e-6).
     np.testing.assert_allclose(group_advantages([0.7], "verl"), [0.7 / (1 + 1e-6)], rtol=1e-15)
     np.testing.assert_allclose(
-        binary_advantages([0, 1], 1, "verl"), ([0.0, 1 / (1 + 1e-6)], [0.0, 0.0]), rtol=1e-15
+        binary_advantages([0, 1], 1, "verl", r_incorrect=0.0),
+        ([0.0, 1 / (1 + 1e-6)], [0.0, 0.0]),
+        rtol=1e-15,
     )
+    # with the default pair (1, -1) the lone incorrect rollout keeps A = -1 / (1 + 1e-6)
+    np.testing.assert_allclose(binary_advantages(0, 1, "verl")[1], -1 / (1 + 1e-6), rtol=1e-15)
 
 
 def test_openrlhf_group_norm_and_refused_group_of_one():
@@ -84,7 +88,8 @@ def test_grpo_population_and_bessel():
 def test_mean_centred_and_loo():
     r = [1.0, 0.0, 0.0, 0.0]
     np.testing.assert_allclose(group_advantages(r, "dr-grpo"), [0.75, -0.25, -0.25, -0.25])
-    np.testing.assert_allclose(group_advantages([1.0, -1, -1, 1], "paper-sim"), [1.0, -1, -1, 1])
+    np.testing.assert_allclose(group_advantages([1.0, -1, -1, 1], "dr-grpo"), [1.0, -1, -1, 1])
+    assert "paper-sim" not in PRESETS  # removed: it was "dr-grpo" under another name
     # RLOO: R_i minus the mean of the other three.
     np.testing.assert_allclose(group_advantages(r, "rloo"), [1.0, -1 / 3, -1 / 3, -1 / 3])
     with pytest.raises(ValueError, match="^N must be >= 2 for convention 'rloo'"):
@@ -178,8 +183,10 @@ def test_batched_groups_are_independent():
 # ---------------------------------------------------------------------------------------------
 # Binary groups: closed form == group_advantages.
 
+GROUP_SCOPED = sorted(k for k, c in PRESETS.items() if c.scale_scope == "group")
+
 conventions = st.one_of(
-    st.sampled_from(sorted(PRESETS)),
+    st.sampled_from(GROUP_SCOPED),
     st.builds(
         AdvantageConvention,
         std=st.sampled_from(["population", "bessel", "none"]),
@@ -282,19 +289,20 @@ def test_focal_weight_values():
 @given(rewards=rewards_strategy, name=st.sampled_from(sorted(PRESETS)))
 def test_focal_gamma_zero_is_vanilla_exactly(rewards, name):
     np.testing.assert_array_equal(
-        focal_advantages(rewards, 0.0, name), group_advantages(rewards, name)
+        focal_advantages(rewards, 0.0, name, correct=np.array(rewards) > 0),
+        group_advantages(rewards, name),
     )
 
 
 def test_focal_advantages_hand_cases():
     # [1,0,0,0]: mu_hat = 1/4, g = 3/4 at gamma = 1; population advantages sqrt(3), -1/sqrt(3).
     r = np.array([[1.0, 0, 0, 0], [1, 1, 1, 0]])
-    out = focal_advantages(r, 1.0)
+    out = focal_advantages(r, 1.0, r_incorrect=0.0)
     np.testing.assert_allclose(out[0], 0.75 * np.array([math.sqrt(3)] + [-1 / math.sqrt(3)] * 3))
     np.testing.assert_allclose(out[1], 0.25 * np.array([1 / math.sqrt(3)] * 3 + [-math.sqrt(3)]))
-    # paper-sim rewards +1/-1: default correct = rewards > 0 -> mu_hat = 1/4
+    # rewards +1/-1 (the default pair): mu_hat = 1/4
     np.testing.assert_allclose(
-        focal_advantages([1.0, -1, -1, -1], 2.0, "paper-sim"),
+        focal_advantages([1.0, -1, -1, -1], 2.0, "dr-grpo"),
         0.5625 * np.array([1.5, -0.5, -0.5, -0.5]),
     )
     # explicit mask: partial-credit rewards where only 1.0 is correct -> mu_hat = 1/2, g = 1/2
@@ -302,7 +310,7 @@ def test_focal_advantages_hand_cases():
     out = focal_advantages(rr, 1.0, "dr-grpo", correct=[True, False, True, False])
     np.testing.assert_allclose(out, [0.2, -0.2, 0.2, -0.2])
     # gamma array over the batch
-    out = focal_advantages(r, np.array([[0.0], [1.0]]))
+    out = focal_advantages(r, np.array([[0.0], [1.0]]), r_incorrect=0.0)
     assert out.shape == (2, 2, 4)
     np.testing.assert_array_equal(out[0], group_advantages(r))
 
@@ -310,7 +318,7 @@ def test_focal_advantages_hand_cases():
 def test_focal_advantages_validation():
     with pytest.raises(ValueError, match="^correct must be a boolean array; got int64$"):
         focal_advantages([1.0, 0.0], 1.0, correct=[1, 0])
-    with pytest.raises(ValueError, match=r"^correct must be of the same shape as rewards \(2,\)"):
+    with pytest.raises(ValueError, match=r"^correct must be of the shape of rewards \(2,\)"):
         focal_advantages([1.0, 0.0], 1.0, correct=[True])
     with pytest.raises(ValueError, match="^gamma must be >= 0"):
         focal_advantages([1.0, 0.0], -1.0)
@@ -386,3 +394,190 @@ def test_overflowing_rewards_are_refused_not_nan():
         group_advantages([1.7e308, 1.7e308, -1e308], "dr-grpo")  # the sum overflows
     with pytest.raises(ValueError, match="^r_correct must be such that"):
         binary_advantages(1, 2, r_correct=1e308, r_incorrect=-1e308)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 13: trainer conventions found in TRL's and verl's source, hand-computed.
+
+
+def test_trl_batch_uses_group_mean_and_batch_std():
+    r = np.array([[1.0, 0, 0, 1], [1, 1, 1, 0]])
+    # batch: 5 ones of 8, mean 5/8, Bessel var = (5 (3/8)^2 + 3 (5/8)^2) / 7 = 15/56
+    s = math.sqrt(15 / 56) + 1e-4
+    expected = np.array([[0.5, -0.5, -0.5, 0.5], [0.25, 0.25, 0.25, -0.75]]) / s
+    np.testing.assert_allclose(group_advantages(r, "trl-batch"), expected, rtol=1e-15)
+    with pytest.raises(ValueError, match="^convention must be group-scoped"):
+        binary_advantages(1, 4, "trl-batch")
+
+
+def test_verl_vectorized_floors_the_variance():
+    # Bessel var of [1, 0] is 1/2 > 1e-6: divisor sqrt(1/2) + 1e-6
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    np.testing.assert_allclose(group_advantages([1.0, 0.0], "verl-vectorized"), [a, -a], rtol=1e-15)
+    # rewards 1e-4 apart: Bessel var 5e-9 < 1e-6, so the divisor is sqrt(1e-6) + 1e-6 = 1.001e-3
+    adv = group_advantages([1e-4, 0.0], "verl-vectorized")
+    np.testing.assert_allclose(adv, [0.5e-4 / 1.001e-3, -0.5e-4 / 1.001e-3], rtol=1e-12)
+    np.testing.assert_allclose(group_advantages([0.7], "verl-vectorized"), [0.7 / (1 + 1e-6)])
+    pos, neg = binary_advantages(1, 2, "verl-vectorized", r_correct=1e-4, r_incorrect=0.0)
+    np.testing.assert_allclose((pos, neg), adv, rtol=1e-12)
+
+
+def test_singleton_group_presets():
+    np.testing.assert_array_equal(group_advantages([[0.7], [-1.0]], "verl-dr-grpo"), [[0.7], [-1]])
+    np.testing.assert_array_equal(group_advantages([[0.7], [-1.0]], "verl-rloo"), [[0.7], [-1]])
+    np.testing.assert_array_equal(group_advantages([[0.7], [-1.0]], "trl-rloo"), [[0.0], [0.0]])
+    assert binary_advantages(1, 1, "verl-rloo") == (1.0, 0.0)
+    assert binary_advantages(0, 1, "verl-dr-grpo") == (0.0, -1.0)
+    # groups of two or more: verl-rloo / trl-rloo are RLOO, verl-dr-grpo is Dr.GRPO
+    r = [1.0, 0.0, 0.0, 0.0]
+    for name in ("verl-rloo", "trl-rloo"):
+        np.testing.assert_allclose(group_advantages(r, name), [1.0, -1 / 3, -1 / 3, -1 / 3])
+    np.testing.assert_allclose(group_advantages(r, "verl-dr-grpo"), [0.75, -0.25, -0.25, -0.25])
+
+
+def test_preset_names_are_lower_case_hyphenated():
+    for name in PRESETS:
+        assert re.fullmatch(r"[a-z]+(-[a-z]+)*", name), name
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 11 item 6: mu_hat from the declared reward pair (P-11), hand-computed.
+
+
+@pytest.mark.parametrize(
+    ("rc", "rw"), [(0.0, -1.0), (2.0, 1.0), (1.0, 0.0)], ids=["0/-1", "2/1", "1/0"]
+)
+def test_focal_success_rate_follows_the_reward_pair(rc, rw):
+    # 1 correct of 4: mu_hat = 1/4, g = (3/4)^2 = 0.5625 at gamma = 2; Dr.GRPO A = R - mean R,
+    # i.e. (rc - rw) * [3/4, -1/4, -1/4, -1/4].
+    r = [rc, rw, rw, rw]
+    out = focal_advantages(r, 2.0, "dr-grpo", r_correct=rc, r_incorrect=rw)
+    np.testing.assert_allclose(out, 0.5625 * (rc - rw) * np.array([0.75, -0.25, -0.25, -0.25]))
+    # 3 correct of 4: g = 1/4 at gamma = 1
+    r = [rc, rc, rw, rc]
+    out = focal_advantages(r, 1.0, "dr-grpo", r_correct=rc, r_incorrect=rw)
+    np.testing.assert_allclose(out, 0.25 * (rc - rw) * np.array([0.25, 0.25, -0.75, 0.25]))
+
+
+def test_focal_refuses_rewards_outside_the_pair():
+    # {0, -1} under the default pair (1, -1): 0 is neither, refused rather than silently g = 1
+    with pytest.raises(ValueError, match=r"^rewards must be r_correct = 1.0 or r_incorrect = -1.0"):
+        focal_advantages([0.0, -1.0], 1.0)
+    with pytest.raises(ValueError, match=r"; got 2.0$"):
+        focal_advantages([2.0, 1.0], 1.0, r_correct=1.0, r_incorrect=0.0)
+    with pytest.raises(ValueError, match=r"^r_correct must be > r_incorrect"):
+        focal_advantages([2.0, 1.0], 1.0, r_correct=1.0, r_incorrect=2.0)
+    # an explicit mask accepts any rewards
+    out = focal_advantages([2.0, 1.0], 1.0, "dr-grpo", correct=[True, False])
+    np.testing.assert_allclose(out, [0.25, -0.25])
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 10 items 11 and 13: shapes, ragged and complex input; lr_multiplier at large gamma.
+
+
+def test_wrongly_shaped_gamma_names_the_argument():
+    with pytest.raises(ValueError, match=r"^gamma must be broadcastable against mu_hat .*shape"):
+        focal_weight([0.1, 0.2, 0.3], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^gamma must be broadcastable against mu of shape"):
+        weighted_magnitudes([0.1, 0.2, 0.3], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^gamma must be broadcastable against the batch shape"):
+        focal_advantages([[1.0, -1.0]] * 3, [1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda v: group_advantages(v),
+        lambda v: focal_weight(v, 1.0),
+        lambda v: focal_weight(0.5, v),
+        lambda v: weighted_magnitudes(v, 1.0),
+        lambda v: lr_multiplier(v),
+    ],
+)
+def test_ragged_and_complex_inputs_are_refused(call):
+    with pytest.raises(ValueError, match=r"must be a number or a rectangular \(not ragged\)"):
+        call([[0.5, 0.5], [0.5]])
+    with pytest.raises(ValueError, match=r"must be real \(not complex\)"):
+        call(np.array([0.5 + 0.1j, 0.5]))
+    with pytest.raises(ValueError, match=r"must be real \(not complex\)"):
+        call([0.5 + 0.1j, 0.5])
+
+
+@pytest.mark.parametrize("gamma", [1e3, 12345.678, 1e5, 1e6, 19.0, 18.4, 18.6, 1e12])
+def test_lr_multiplier_large_gamma_mpmath(gamma):
+    # mpmath at 60 digits: m = B(3/2, g + 3/2) / B(3/2, 3/2)
+    with mpmath.workdps(60):
+        g = mpmath.mpf(gamma)
+        ref = mpmath.beta(mpmath.mpf(1.5), g + 1.5) / mpmath.beta(mpmath.mpf(1.5), mpmath.mpf(1.5))
+    assert abs(lr_multiplier(gamma) - float(ref)) <= 1e-13 * float(ref)
+
+
+def test_lr_multiplier_positive_far_out_and_refused_beyond():
+    for g in (1e100, 1e200):
+        v = lr_multiplier(g)
+        # leading term (4 / sqrt(pi)) g^-1.5 (relative corrections ~1/g vanish here)
+        assert v > 0 and abs(v / (4 / math.sqrt(math.pi) * g**-1.5) - 1) < 1e-12
+    with pytest.raises(ValueError, match=r"^gamma must be <= 1e200 .*; got 1e\+201$"):
+        lr_multiplier(1e201)
+
+
+# ---------------------------------------------------------------------------------------------
+# Population learning-rate multiplier (theory.md section 13).
+
+
+def _h_enumerated(mu, n, gamma):
+    # h = E[g(X/N) sqrt(X (N - X))] / N by direct summation with math.comb (section 6)
+    total = 0.0
+    for x in range(n + 1):
+        p = math.comb(n, x) * mu**x * (1 - mu) ** (n - x)
+        total += p * (1 - x / n) ** gamma * math.sqrt(x * (n - x))
+    return total / n
+
+
+@pytest.mark.parametrize(("mu", "n"), [(0.3, 8), (0.05, 64), (0.9, 3), (0.5, 2)])
+def test_effective_lr_multiplier_single_mu_is_h_ratio(mu, n):
+    from fgrpo_theory.advantages import effective_lr_multiplier
+
+    for gamma in (0.5, 1.0, 2.0):
+        ref = _h_enumerated(mu, n, gamma) / _h_enumerated(mu, n, 0.0)
+        assert abs(effective_lr_multiplier(mu, n, gamma) - ref) < 1e-13
+
+
+def test_effective_lr_multiplier_uniform_limit_is_m_gamma():
+    from fgrpo_theory.advantages import effective_lr_multiplier
+
+    mu = (np.arange(2000) + 0.5) / 2000  # midpoint grid of Uniform(0, 1)
+    out = effective_lr_multiplier(mu, 2000, [0.5, 1.0, 2.0])
+    np.testing.assert_allclose(out, lr_multiplier([0.5, 1.0, 2.0]), rtol=2e-5)
+
+
+def test_effective_lr_multiplier_weights_and_errors():
+    from fgrpo_theory.advantages import effective_lr_multiplier
+
+    # a two-atom mixture equals the weighted sums of the atoms' numerators and denominators
+    n, gamma = 8, 1.0
+    num = sum(w * _h_enumerated(m, n, gamma) for m, w in [(0.2, 0.25), (0.7, 0.75)])
+    den = sum(w * _h_enumerated(m, n, 0.0) for m, w in [(0.2, 0.25), (0.7, 0.75)])
+    got = effective_lr_multiplier([0.2, 0.7], n, gamma, weights=[1.0, 3.0])
+    assert abs(got - num / den) < 1e-13
+    assert effective_lr_multiplier([0.2, 0.7], n, 0.0) == pytest.approx(1.0, abs=1e-15)
+    with pytest.raises(ValueError, match=r"^mu must be giving some active group"):
+        effective_lr_multiplier([0.0, 1.0], 8, 1.0)
+    with pytest.raises(ValueError, match=r"^N must be such that len\(mu\) \* \(N \+ 1\) <= "):
+        effective_lr_multiplier(np.full(100, 0.5), 10**6, 1.0)
+    with pytest.raises(ValueError, match=r"^weights must be of the length of mu"):
+        effective_lr_multiplier([0.2, 0.7], 8, 1.0, weights=[1.0])
+    with pytest.raises(ValueError, match=r"^convention must be group-scoped"):
+        effective_lr_multiplier(0.3, 8, 1.0, advantage="trl-batch")
+
+
+def test_binary_and_population_refuse_complex_and_ragged():
+    from fgrpo_theory.advantages import effective_lr_multiplier
+
+    with pytest.raises(ValueError, match=r"^X must be real \(not complex\); got \(1\+2j\)$"):
+        binary_advantages(np.array([1 + 2j]), 4)
+    with pytest.raises(ValueError, match=r"^N must be a number or a rectangular"):
+        binary_advantages(1, [[4, 4], [4]])
+    with pytest.raises(ValueError, match=r"^mu must be real \(not complex\)"):
+        effective_lr_multiplier(np.array([0.3 + 0j]), 8, 1.0)

@@ -1,0 +1,221 @@
+"""Reading training logs: CSV, Parquet, JSON Lines or standard input, two layouts.
+
+- per group: one row per group, columns ``prompt, step, n, n_correct``;
+- per rollout: one row per rollout, columns ``prompt, step, reward``; correctness from the declared
+  reward pair (every reward must be R_c or R_w) or from a threshold (reward >= threshold).
+
+``columns`` maps the names this module expects to the file's names (``{"n_correct": "solved"}``,
+the CLI's ``--columns n_correct=solved``). Every problem raises the package's one-line ValueError:
+missing columns (named, with what is there), non-numeric cells (first bad row and value),
+negative counts, n_correct > n, an empty file.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._validate import fail
+
+__all__ = [
+    "read_table",
+    "read_log",
+    "to_groups",
+    "parse_columns",
+    "numeric_column",
+    "GROUP_COLUMNS",
+    "ROLLOUT_COLUMNS",
+]
+
+GROUP_COLUMNS = ("prompt", "step", "n", "n_correct")
+ROLLOUT_COLUMNS = ("prompt", "step", "reward")
+#: Largest number of rows read (refused beyond, before parsing numbers).
+MAX_ROWS = 50_000_000
+
+
+def read_table(source: str | Path, name: str = "LOG") -> pd.DataFrame:
+    """Read a CSV, Parquet or JSON Lines file, or standard input for ``"-"``.
+
+    The format follows the extension (.csv, .parquet/.pq, .jsonl/.json/.ndjson); standard input
+    and unknown extensions are sniffed: JSON Lines when the first non-blank character is ``{``,
+    CSV otherwise. Cells are read as text, so that :func:`numeric_column` can name bad ones.
+    """
+    if str(source) == "-":
+        text = sys.stdin.read()
+        return _from_text(text, name, "standard input")
+    path = Path(source)
+    if not path.is_file():
+        fail(name, str(path), "an existing file (or - for standard input)")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
+            df = pd.read_json(path, lines=True, dtype=False)
+        elif suffix == ".csv":
+            df = pd.read_csv(path, dtype=str, skipinitialspace=True)
+        else:
+            return _from_text(path.read_text(encoding="utf-8"), name, str(path))
+    except pd.errors.EmptyDataError:
+        fail(name, str(path), "a non-empty file")
+    except (ValueError, OSError, UnicodeDecodeError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        fail(name, str(path), f"a readable {suffix.lstrip('.') or 'data'} file ({msg})")
+    return df
+
+
+def _from_text(text: str, name: str, where: str) -> pd.DataFrame:
+    stripped = text.lstrip()
+    if not stripped:
+        fail(name, where, "non-empty")
+    try:
+        if stripped.startswith("{"):
+            return pd.read_json(io.StringIO(text), lines=True, dtype=False)
+        return pd.read_csv(io.StringIO(text), dtype=str, skipinitialspace=True)
+    except (ValueError, pd.errors.ParserError) as e:
+        fail(name, where, f"CSV or JSON Lines ({str(e).splitlines()[0]})")
+
+
+def _rename(df: pd.DataFrame, columns: dict[str, str] | None) -> pd.DataFrame:
+    if not columns:
+        return df
+    for new, old in columns.items():
+        if old not in df.columns:
+            fail(
+                "--columns", f"{new}={old}", f"a mapping from a column of the file ({_listing(df)})"
+            )
+    return df.rename(columns={old: new for new, old in columns.items()})
+
+
+def _listing(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    return "columns there: " + (", ".join(cols[:20]) + (" ..." if len(cols) > 20 else ""))
+
+
+def numeric_column(df: pd.DataFrame, col: str, *, integer: bool) -> np.ndarray:
+    """Column ``col`` as float (or int64) values; names the first non-numeric cell's row."""
+    raw = df[col]
+    vals = pd.to_numeric(raw, errors="coerce")
+    bad = vals.isna() | ~np.isfinite(vals.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        i = int(np.argmax(bad.to_numpy()))
+        fail(col, raw.iloc[i], f"a finite number (row {i + 1} of the data, header excluded)")
+    arr = vals.to_numpy(dtype=float)
+    if integer:
+        frac = arr != np.round(arr)
+        if frac.any():
+            i = int(np.argmax(frac))
+            fail(col, raw.iloc[i], f"an integer (row {i + 1} of the data)")
+        if (arr < 0).any():
+            i = int(np.argmax(arr < 0))
+            fail(col, raw.iloc[i], f">= 0 (row {i + 1} of the data)")
+        if (arr > 2**53).any():
+            i = int(np.argmax(arr > 2**53))
+            fail(col, raw.iloc[i], f"<= 2**53 (row {i + 1} of the data)")
+        return arr.astype(np.int64)
+    return arr
+
+
+def to_groups(
+    df: pd.DataFrame,
+    *,
+    columns: dict[str, str] | None = None,
+    rewards: tuple[float, float] | None = None,
+    threshold: float | None = None,
+) -> pd.DataFrame:
+    """Normalise a log table to one row per group: ``prompt, step, n, n_correct``.
+
+    The layout is per rollout when (after ``columns``) the table has a ``reward`` column and no
+    ``n`` column; per group otherwise. ``step`` is optional (0 when absent). For per-rollout logs
+    pass ``rewards=(R_c, R_w)`` (default (1.0, -1.0): every reward must be one of the two) or
+    ``threshold`` (reward >= threshold is correct), not both.
+    """
+    if len(df) == 0:
+        fail("LOG", "no rows", "a log with at least one data row")
+    if len(df) > MAX_ROWS:
+        fail("LOG", f"{len(df)} rows", f"at most {MAX_ROWS} rows")
+    df = _rename(df, columns)
+    per_rollout = "reward" in df.columns and "n" not in df.columns
+    need = ROLLOUT_COLUMNS if per_rollout else GROUP_COLUMNS
+    missing = [c for c in need if c not in df.columns and c != "step"]
+    if missing:
+        layout = "per-rollout" if per_rollout else "per-group"
+        fail(
+            "LOG",
+            ", ".join(missing),
+            f"a {layout} log with columns {', '.join(need)} (missing; {_listing(df)}; "
+            "map names with --columns new=old)",
+        )
+    step = numeric_column(df, "step", integer=True) if "step" in df.columns else np.zeros(len(df))
+    prompt = df["prompt"].astype(str).to_numpy()
+    if not per_rollout:
+        if rewards is not None or threshold is not None:
+            fail("--rewards", rewards or threshold, "given only for a per-rollout log (reward)")
+        n = numeric_column(df, "n", integer=True)
+        x = numeric_column(df, "n_correct", integer=True)
+        if (n == 0).any():
+            i = int(np.argmax(n == 0))
+            fail("n", 0, f">= 1 (row {i + 1} of the data)")
+        if (x > n).any():
+            i = int(np.argmax(x > n))
+            fail("n_correct", int(x[i]), f"<= n = {int(n[i])} (row {i + 1} of the data)")
+        return pd.DataFrame(
+            {"prompt": prompt, "step": step.astype(np.int64), "n": n, "n_correct": x}
+        )
+    r = numeric_column(df, "reward", integer=False)
+    if threshold is not None and rewards is not None:
+        fail("--threshold", threshold, "not given together with --rewards")
+    if threshold is not None:
+        correct = r >= float(threshold)
+    else:
+        rc, rw = rewards if rewards is not None else (1.0, -1.0)
+        if not rc > rw:
+            fail("--rewards", f"{rc},{rw}", "R_c,R_w with R_c > R_w")
+        outside = (r != rc) & (r != rw)
+        if outside.any():
+            i = int(np.argmax(outside))
+            fail(
+                "reward",
+                df["reward"].iloc[i],
+                f"R_c = {rc:g} or R_w = {rw:g} (row {i + 1} of the data; declare the pair with "
+                "--rewards R_c,R_w or use --threshold)",
+            )
+        correct = r == rc
+    tab = pd.DataFrame({"prompt": prompt, "step": step.astype(np.int64), "c": correct})
+    g = tab.groupby(["prompt", "step"], sort=True)["c"].agg(["size", "sum"]).reset_index()
+    return pd.DataFrame(
+        {
+            "prompt": g["prompt"].to_numpy(),
+            "step": g["step"].to_numpy(np.int64),
+            "n": g["size"].to_numpy(np.int64),
+            "n_correct": g["sum"].to_numpy(np.int64),
+        }
+    )
+
+
+def read_log(
+    source: str | Path,
+    *,
+    columns: dict[str, str] | None = None,
+    rewards: tuple[float, float] | None = None,
+    threshold: float | None = None,
+) -> pd.DataFrame:
+    """:func:`read_table` then :func:`to_groups`: one row per group (prompt, step, n, n_correct)."""
+    return to_groups(read_table(source), columns=columns, rewards=rewards, threshold=threshold)
+
+
+def parse_columns(text: str | None, name: str = "--columns") -> dict[str, str] | None:
+    """``"new=old,new2=old2"`` -> ``{"new": "old", ...}``."""
+    if not text:
+        return None
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        new, sep, old = item.partition("=")
+        if not sep or not new.strip() or not old.strip():
+            fail(name, item, "items of the form new=old (e.g. n_correct=solved)")
+        out[new.strip()] = old.strip()
+    return out
