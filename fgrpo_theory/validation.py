@@ -267,10 +267,10 @@ def _checks_advantages(reps: int) -> list[CheckRow]:
                 1e-12,
             )
         )
-        g_adv = group_advantages(rb, "paper-sim")
+        g_adv = group_advantages(rb, "dr-grpo")
         rows.append(
             _exact_row(
-                "mean-centred advantage (paper-sim)",
+                "mean-centred advantage (dr-grpo)",
                 f"N={n}, X={x}",
                 "enumeration",
                 g_adv[0],
@@ -283,7 +283,7 @@ def _checks_advantages(reps: int) -> list[CheckRow]:
         r = np.array([1.0] * x + [0.0] * (n - x))
         g = (1.0 - x / n) ** gamma
         ref = g * (r - r.mean()) / r.std()
-        fa = focal_advantages(r, gamma, "grpo")
+        fa = focal_advantages(r, gamma, "grpo", r_correct=1.0, r_incorrect=0.0)
         pos, neg = weighted_magnitudes(x / n, gamma)
         par = f"N={n}, X={x}, gamma={gamma:g}"
         rows.append(
