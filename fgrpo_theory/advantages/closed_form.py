@@ -150,6 +150,8 @@ def binary_advantages(
 def weighted_magnitudes(mu: Any, gamma: Any) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Focal-weighted advantage magnitudes g(mu)|A+(mu)| and g(mu)|A-(mu)| (Fig. 4).
 
+    docs/theory.md section 4.
+
     Population convention, eps = 0, evaluated at mu_hat = mu:
     g|A+| = (1 - mu)^gamma sqrt((1 - mu)/mu) and g|A-| = (1 - mu)^gamma sqrt(mu/(1 - mu)).
 

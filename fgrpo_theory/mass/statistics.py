@@ -169,7 +169,9 @@ def group_statistics(
     r_correct: float = 1.0,
     r_incorrect: float = -1.0,
 ) -> GroupStatistics:
-    """The statistics of theory.md section 5 (Q_pos, P_pos, ..., S_R) of one sampled group.
+    """The statistics of docs/theory.md section 5 (Q_pos, P_pos, ..., S_R) of one sampled group.
+
+    Includes the unsampled-correct mass Q_u = Q_pos - P_pos (P-9).
 
     Parameters
     ----------
