@@ -71,8 +71,9 @@ class Experiment:
 
 
 def _import(module_name: str, path: Path) -> ModuleType:
-    if module_name in sys.modules:
-        return sys.modules[module_name]
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path:
+        return loaded
     if module_name.startswith(_PACKAGE + "."):
         return importlib.import_module(module_name)
     spec = importlib.util.spec_from_file_location(module_name, path)
