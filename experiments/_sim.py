@@ -2,9 +2,9 @@
 
 Simulation results are cached per config by :func:`fgrpo_theory.sim.run_sweep` (resume) under
 ``<cache>/sim/<digest>/``, the digest covering the source of every library module the simulator
-imports, so figures
-that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once and a change to the
-simulator never serves stale runs.
+imports, so figures that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once and a
+change to the simulator never serves stale runs (``run_sweep`` also checks each file's stored
+config hash and simulator digest).
 """
 
 from __future__ import annotations
