@@ -220,3 +220,34 @@ def test_no_progress_bar_from_python_unless_asked(tmp_path, capfd):
     run_sweep(SMALL, tmp_path / "b", progress=True)
     out, err = capfd.readouterr()
     assert out == ""  # a bar never writes to stdout
+
+
+_CONCURRENT_LOCAL = """
+import sys
+from fgrpo_theory.sim import runner, sweep, config_hash, run_sweep
+real = runner.simulate
+log = {log!r}
+
+def recording(cfg, threads=None):
+    with open(log, "a") as f:
+        f.write(config_hash(cfg) + "\\n")
+    return real(cfg, threads=threads)
+
+runner.simulate = recording
+run_sweep({sweep!r}, {out!r}, progress=False)
+"""
+
+
+@pytest.mark.slow
+def test_two_local_sweeps_share_the_work(tmp_path):
+    import subprocess
+    import sys
+
+    sweep = {**SWEEP, "steps": 400}
+    log = tmp_path / "log"
+    code = _CONCURRENT_LOCAL.format(sweep=sweep, log=str(log), out=str(tmp_path / "out"))
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    computed = log.read_text().split()
+    assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(sweep))
+    assert not list((tmp_path / "out").glob(".*"))

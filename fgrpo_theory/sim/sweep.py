@@ -346,33 +346,37 @@ def run_sweep(
                 busy.append(i)
         return mine, busy
 
-    def _compute(idx: list[int]) -> None:
-        if executor is not None:  # called even with nothing to run, as before
-            for i, df in zip(idx, executor(run_one, [configs[i] for i in idx]), strict=True):
-                _store(i, df)
-            return
-        if not idx:
-            return
-        bar = None
-        if progress:
-            from rich.console import Console
-            from rich.progress import Progress
+    def _run_executor(idx: list[int]) -> None:
+        for i, df in zip(idx, executor(run_one, [configs[i] for i in idx]), strict=True):
+            _store(i, df)
 
-            bar = Progress(transient=True, console=Console(stderr=True))
-            bar.start()
-            task = bar.add_task("simulating", total=len(idx))
-        try:
-            for i in idx:
+    def _run_local(idx: list[int], bar: Any) -> list[int]:
+        """Run ``idx`` one config at a time, each locked just before it runs (so concurrent
+        sweeps share the work); return the configs another live process holds."""
+        busy = []
+        for i in idx:
+            mine, waiting = _claim([i])
+            busy.extend(waiting)
+            if mine:
                 _store(i, simulate(configs[i], threads=threads))
-                if bar is not None:
-                    bar.advance(task)
-        finally:
-            if bar is not None:
-                bar.stop()
+            if bar is not None and not waiting:
+                bar.advance(task)
+        return busy
 
+    bar = task = None
+    if executor is None and progress and pending:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        bar = Progress(transient=True, console=Console(stderr=True))
+        bar.start()
+        task = bar.add_task("simulating", total=len(pending))
     try:
-        mine, busy = _claim(pending)
-        _compute(mine)
+        if executor is not None:  # called even with nothing to run, as before
+            mine, busy = _claim(pending)
+            _run_executor(mine)
+        else:
+            busy = _run_local(pending, bar)
         while busy:  # configs another live sweep is computing: take its result, or take over
             time.sleep(_POLL)
             still = []
@@ -380,13 +384,20 @@ def run_sweep(
                 df, _ = reusable_result(result_path(out, configs[i], fmt), configs[i])
                 if df is not None:
                     results[i] = df
+                    if bar is not None:
+                        bar.advance(task)
                     continue
-                mine, waiting = _claim([i])  # its lock is free, or its process is gone
-                if mine:
-                    _compute(mine)
-                still.extend(waiting)
+                if executor is not None:
+                    mine, waiting = _claim([i])  # its lock is free, or its process is gone
+                    if mine:
+                        _run_executor(mine)
+                    still.extend(waiting)
+                else:
+                    still.extend(_run_local([i], bar))
             busy = still
     finally:
+        if bar is not None:
+            bar.stop()
         for i in list(held):
             _unlock(i)
     return pd.concat(results, ignore_index=True)
