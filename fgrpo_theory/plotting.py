@@ -4,9 +4,9 @@ One style for every figure of the toolkit: the Okabe-Ito colorblind-safe palette
 at single-column width (about 3.4 in), thin frames. Figures are built as
 :class:`matplotlib.figure.Figure` objects without pyplot's global state and rendered with the
 Agg/PDF canvases that ``Figure.savefig`` picks by file format, so nothing here needs a display
-and importing this module never switches matplotlib's backend. :func:`save_figure` writes files whose bytes
-depend only on the figure: rerunning a script rewrites identical PDFs and PNGs (no timestamps,
-fixed producer strings, fixed SVG hash salt).
+and importing this module never switches matplotlib's backend. :func:`save_figure` writes files
+whose bytes depend only on the figure: rerunning a script rewrites identical PDFs and PNGs (no
+timestamps, fixed producer strings, fixed SVG hash salt).
 
 This module imports matplotlib; ``import fgrpo_theory`` does not import it.
 """
