@@ -1,1 +1,4 @@
-"""Experiments behind every figure of fgrpo-theory (see :mod:`experiments.registry`)."""
+"""Experiments behind every figure of fgrpo-theory, installed as ``fgrpo_theory_experiments``.
+
+One module per figure (see ``README.md`` in this folder and :mod:`.registry`).
+"""

@@ -1,9 +1,10 @@
 """Running the Fig. 2 simulation sweeps for the experiments (via :mod:`fgrpo_theory.sim`).
 
 Simulation results are cached per config by :func:`fgrpo_theory.sim.run_sweep` (resume) under
-``<cache>/sim/<digest>/``, the digest covering the simulator's and the library's source, so figures
-that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once and a change to the
-simulator never serves stale runs.
+``<cache>/sim/<digest>/``, the digest covering the source of every library module the simulator
+imports, so figures that share runs (Fig. 2 and the SGD-vs-Adam figure) compute them once and a
+change to the simulator never serves stale runs (``run_sweep`` also checks each file's stored
+config hash and simulator digest).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ def run_configs(sweep: dict[str, Any]) -> pd.DataFrame:
     """Run (or resume from the cache) every config of a sweep mapping; long-format result."""
     from fgrpo_theory.sim import run_sweep
 
-    from .cache import cache_dir, library_sources, source_digest
+    from .cache import cache_dir, module_sources
 
-    out = cache_dir() / "sim" / source_digest(library_sources())[:16]
+    out = cache_dir() / "sim" / module_sources("fgrpo_theory.sim")[:16]
     out.mkdir(parents=True, exist_ok=True)
     return run_sweep(sweep, out_dir=out, resume=RESUME, progress=False)
 

@@ -1,16 +1,20 @@
-"""Cache of experiment DataFrames under ``experiments/data/`` (gitignored).
+"""Cache of experiment tables in the user's cache directory (never in site-packages).
+
+Folder (:func:`cache_dir`): ``$FGRPO_THEORY_CACHE_DIR`` if set, else
+``$XDG_CACHE_HOME/fgrpo-theory``, else ``~/.cache/fgrpo-theory``.
 
 A cached table is keyed by a SHA-256 hash of the experiment's name, its parameters (as canonical
-JSON), ``fgrpo_theory.__version__``, the fast flag and a digest of the source code that computes it
-(the library without its plotting and CLI modules, the experiment's module and the shared
-``experiments/_*.py`` helpers), so editing a formula or the simulator never serves a stale table.
-Parameters that point at files (the Fig. 2 simulation configs) contribute the file's contents, so
-editing a config invalidates its cache too.
-The folder can be moved with the ``FGRPO_CACHE_DIR`` environment variable (the tests use this).
+JSON), ``fgrpo_theory.__version__``, the fast flag and a digest of the source of every project
+module the experiment imports (:func:`import_closure`: a static import graph over
+``fgrpo_theory`` and the experiments package, following imports inside functions too, drawing-
+and CLI-only modules excepted), so editing a formula, a shared table or the simulator never serves
+a stale table. Parameters that point at files (the Fig. 2 simulation configs) contribute the
+file's contents, so editing a config invalidates its cache too.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -25,30 +29,37 @@ import pandas as pd
 import fgrpo_theory
 
 __all__ = [
-    "DATA_DIR",
+    "CACHE_ENV",
     "cache_dir",
     "canonical_params",
     "source_digest",
-    "library_sources",
-    "experiment_sources",
+    "import_closure",
+    "module_sources",
     "params_key",
     "cache_path",
     "cached",
 ]
 
-#: Default cache folder (inside the source tree for an editable install; gitignored).
-DATA_DIR = Path(__file__).resolve().parent / "data"
+#: Environment variable that overrides the cache folder.
+CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
 
 _EXP_DIR = Path(__file__).resolve().parent
 _PKG_DIR = Path(fgrpo_theory.__file__).resolve().parent
-#: Library modules that never change a computed table.
-_NOT_COMPUTING = {"plotting.py"}
+#: Project packages whose modules the cache key follows: import name -> folder.
+_ROOTS = {"fgrpo_theory": _PKG_DIR, __package__ or "fgrpo_theory_experiments": _EXP_DIR}
+#: Modules that draw or parse and never change a computed table (not followed).
+_NOT_COMPUTING = ("fgrpo_theory.plotting", "fgrpo_theory.cli")
 
 
 def cache_dir() -> Path:
-    """The cache folder: ``$FGRPO_CACHE_DIR`` if set, else :data:`DATA_DIR`."""
-    env = os.environ.get("FGRPO_CACHE_DIR")
-    return Path(env) if env else DATA_DIR
+    """The cache folder: ``$FGRPO_THEORY_CACHE_DIR``, else ``$XDG_CACHE_HOME/fgrpo-theory``,
+    else ``~/.cache/fgrpo-theory``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "fgrpo-theory"
 
 
 def canonical_params(params: Any) -> Any:
@@ -80,25 +91,114 @@ def canonical_params(params: Any) -> Any:
 
 
 def source_digest(files: list[Path]) -> str:
-    """SHA-256 (hex) of the names and bytes of ``files``, in sorted order."""
+    """SHA-256 (hex) of the project-relative names and bytes of ``files``, in sorted order."""
     h = hashlib.sha256()
     for f in sorted(set(files)):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(_display_name(f).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
-def library_sources(subpackages: tuple[str, ...] = ("sim", "advantages")) -> list[Path]:
-    """The library's computing modules: top-level ``fgrpo_theory/*.py`` (not plotting) and the
-    given subpackages (not the CLI)."""
-    files = [f for f in _PKG_DIR.glob("*.py") if f.name not in _NOT_COMPUTING]
-    for sub in subpackages:
-        files.extend((_PKG_DIR / sub).glob("*.py"))
-    return sorted(files)
+def _display_name(f: Path) -> str:
+    for name, root in _ROOTS.items():
+        if f.is_relative_to(root):
+            return name + "/" + f.relative_to(root).as_posix()
+    return f.name
 
 
-def experiment_sources(name: str) -> list[Path]:
-    """An experiment's module and the shared ``experiments/_*.py`` helpers."""
-    return sorted([_EXP_DIR / f"{name}.py", *_EXP_DIR.glob("_*.py")])
+def _module_file(name: str) -> Path | None:
+    """The file of project module ``name`` (package ``__init__.py`` or ``.py``), else None."""
+    parts = name.split(".")
+    root = _ROOTS.get(parts[0])
+    if root is None or _excluded(name):
+        return None
+    base = root.joinpath(*parts[1:])
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def _module_name(f: Path) -> tuple[str | None, bool]:
+    """``(dotted name, is_package)`` of a project file; ``(None, False)`` outside the project."""
+    for name, root in _ROOTS.items():
+        if f.is_relative_to(root):
+            parts = [name, *f.relative_to(root).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                return ".".join(parts[:-1]), True
+            return ".".join(parts), False
+    return None, False
+
+
+def _excluded(name: str) -> bool:
+    return any(name == x or name.startswith(x + ".") for x in _NOT_COMPUTING)
+
+
+def _imports(f: Path) -> tuple[set[str], set[str]]:
+    """Modules ``f`` may import (at module level or in any function), as absolute names, and the
+    packages whose attributes it may use (``import P`` or ``from P import name``)."""
+    mod, is_pkg = _module_name(f)
+    package = (mod if is_pkg else mod.rpartition(".")[0]) if mod else ""
+    found: set[str] = set()
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(f.read_bytes(), filename=str(f))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+            used.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if not package:
+                    continue
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+            used.add(base)
+    # importing a.b.c runs a/__init__ and a/b/__init__ too
+    found = {".".join(n.split(".")[: i + 1]) for n in found for i in range(n.count(".") + 1)}
+    return found, used
+
+
+def import_closure(start: str | Path) -> list[Path]:
+    """Source files of every project module reachable from ``start`` (a module name or a file).
+
+    Static: follows ``import`` and ``from ... import`` statements anywhere in a file (imports
+    inside functions included), relative imports resolved. A package whose ``__init__`` loads
+    names lazily (a module ``__getattr__``) contributes all of its modules when its attributes are
+    used. Modules under ``fgrpo_theory.plotting`` and ``fgrpo_theory.cli`` are not followed (they
+    draw or parse and never compute a cached table).
+    """
+    first = Path(start) if isinstance(start, Path) else _module_file(start)
+    if first is None or not first.is_file():
+        raise ValueError(f"module must be a project module or file; got {str(start)!r}")
+    seen: set[Path] = set()
+    stack = [first.resolve()]
+    while stack:
+        f = stack.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        found, used = _imports(f)
+        for name in found:
+            g = _module_file(name)
+            if g is None:
+                continue
+            stack.append(g)
+            lazy = g.name == "__init__.py" and "__getattr__" in g.read_text(encoding="utf-8")
+            if lazy and name in used:
+                for h in sorted(g.parent.rglob("*.py")):
+                    sub, _ = _module_name(h)
+                    if sub is not None and not _excluded(sub):
+                        stack.append(h)
+    return sorted(seen)
+
+
+def module_sources(start: str | Path) -> str:
+    """:func:`source_digest` of :func:`import_closure` of ``start``."""
+    return source_digest(import_closure(start))
 
 
 def params_key(name: str, params: Any, fast: bool, code: str = "") -> str:
@@ -117,7 +217,7 @@ def params_key(name: str, params: Any, fast: bool, code: str = "") -> str:
 def cache_path(name: str, params: Any, fast: bool, code: str = "") -> Path:
     """Where the DataFrame of ``(name, params, fast, code)`` is cached (a Parquet file)."""
     suffix = "-fast" if fast else ""
-    return cache_dir() / f"{name}{suffix}-{params_key(name, params, fast, code)}.parquet"
+    return cache_dir() / "tables" / f"{name}{suffix}-{params_key(name, params, fast, code)}.parquet"
 
 
 def cached(
@@ -131,7 +231,7 @@ def cached(
 ) -> tuple[pd.DataFrame, bool]:
     """Return ``(df, hit)``: the cached DataFrame if present (and not ``force``), else compute it.
 
-    ``code`` is a digest of the source that computes the table (see :func:`source_digest`). A
+    ``code`` is a digest of the source that computes the table (see :func:`module_sources`). A
     freshly computed table is written atomically, then read back, so a figure drawn after a
     cache miss and one drawn from the cache see identical data.
     """
@@ -142,7 +242,10 @@ def cached(
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name}.compute() returned {type(df).__name__}, not a DataFrame")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    df.reset_index(drop=True).to_parquet(tmp, index=False)
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        df.reset_index(drop=True).to_parquet(tmp, index=False)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return pd.read_parquet(path), False

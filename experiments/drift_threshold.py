@@ -25,7 +25,21 @@ from matplotlib.figure import Figure
 
 from ._common import PAPER, footnote
 
-__all__ = ["Params", "PARAMS", "two_level_policy", "graded_policy", "compute", "plot"]
+__all__ = [
+    "TITLE",
+    "IN_PAPER",
+    "COST_SECONDS",
+    "Params",
+    "PARAMS",
+    "two_level_policy",
+    "graded_policy",
+    "compute",
+    "plot",
+]
+
+TITLE = "Expected-drift threshold of correct actions (section 6)"
+IN_PAPER = False
+COST_SECONDS = 5.0  # estimated, full settings, 2 cores
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ._common import PAPER, footnote
+from ._tables import tail_miss_table
 
-__all__ = ["Params", "PARAMS", "tail_miss_table", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Fig. 1a: tail-miss probability against N (Lemma 3.1)"
+IN_PAPER = True
+COST_SECONDS = 1.0  # estimated, full settings, 2 cores
 
 
 @dataclass(frozen=True)
@@ -27,34 +32,6 @@ class Params:
 
 
 PARAMS = Params()
-
-
-def tail_miss_table(
-    mu: tuple[float, ...], rho: tuple[float, ...], n: np.ndarray, fast: bool = False
-) -> pd.DataFrame:
-    """Tidy table with the columns of the ``miss-prob`` command over a (mu, rho, N) grid."""
-    from fgrpo_theory.tail_miss import active_probability, hit_probability, tail_miss_probability
-
-    frames = []
-    for m in mu:
-        for r in rho:
-            tau = r * m
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "N": n.astype(np.int64),
-                        "mu": m,
-                        "tau": tau,
-                        "rho": r,
-                        "p_active": active_probability(n, m),
-                        "p_tail_miss": tail_miss_probability(n, m, tau),
-                        "p_hit": hit_probability(n, tau),
-                    }
-                )
-            )
-    df = pd.concat(frames, ignore_index=True)
-    df["fast"] = fast
-    return df
 
 
 def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:

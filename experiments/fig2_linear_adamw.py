@@ -14,7 +14,11 @@ from matplotlib.figure import Figure
 from ._fig2 import Fig2Params, compute_fig2, plot_fig2
 from ._sim import CONFIG_DIR
 
-__all__ = ["Params", "PARAMS", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Fig. 2 as the text reads (linear surrogate, AdamW)"
+IN_PAPER = True
+COST_SECONDS = 121.0  # estimated, full settings, 2 cores
 
 Params = Fig2Params
 PARAMS = Fig2Params(config=CONFIG_DIR / "fig2_paper_linear_adamw.toml")

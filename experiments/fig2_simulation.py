@@ -17,7 +17,11 @@ from matplotlib.figure import Figure
 
 from ._fig2 import Fig2Params, compute_fig2, plot_fig2
 
-__all__ = ["Params", "PARAMS", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Fig. 2: categorical simulation (log-prob surrogate, Adam)"
+IN_PAPER = True
+COST_SECONDS = 120.0  # estimated, full settings, 2 cores
 
 Params = Fig2Params
 PARAMS = Fig2Params()

@@ -14,9 +14,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ._common import PAPER, footnote
-from .fig1a_tail_miss import tail_miss_table
+from ._tables import tail_miss_table
 
-__all__ = ["Params", "PARAMS", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Fig. 5: tail miss up to N = 2^17 (Fig. 2 setting)"
+IN_PAPER = True
+COST_SECONDS = 2.0  # estimated, full settings, 2 cores
 
 
 @dataclass(frozen=True)

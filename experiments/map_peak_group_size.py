@@ -16,7 +16,11 @@ from matplotlib.figure import Figure
 
 from ._common import PAPER, footnote
 
-__all__ = ["Params", "PARAMS", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Map of N* and peak tail-miss over (mu, rho)"
+IN_PAPER = False
+COST_SECONDS = 4.0  # estimated, full settings, 2 cores
 
 
 @dataclass(frozen=True)

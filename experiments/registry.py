@@ -1,13 +1,20 @@
 """Registry of the experiments behind every figure, and the runner used by ``fgrpo-theory figures``.
 
-Each experiment is a module ``experiments/<name>.py`` with
+The registry discovers its figures: every module of this package whose name does not start with
+``_`` and that defines the module contract (see ``experiments/README.md``):
 
+- ``TITLE: str`` (one line), ``IN_PAPER: bool``, ``COST_SECONDS: float`` (estimated wall time with
+  full settings on a 2-core machine; ``figures all`` runs cheap figures first, ties by name);
 - ``PARAMS``: its declared parameters (a frozen dataclass instance);
-- ``compute(params, fast=False) -> pandas.DataFrame``: a tidy table computed by the library
-  (experiments hold no formulas of their own); ``fast=True`` reduces seeds, steps or grid sizes;
+- ``compute(params, fast=False) -> pandas.DataFrame``: a tidy table computed by the library;
+  ``fast=True`` reduces seeds, steps or grid sizes;
 - ``plot(df, params) -> matplotlib.figure.Figure``: draws from that table only.
 
-:func:`run` caches the table (:mod:`experiments.cache`), draws it in the paper style and writes
+Figure modules outside the package are found in the folders listed in the environment variable
+``FGRPO_THEORY_FIGURES_PATH`` (separated by ``os.pathsep``; each ``*.py`` there not starting with
+``_`` is one figure), or passed to :func:`discover` as ``extra``.
+
+:func:`run` caches the table (:mod:`.cache`), draws it in the paper style and writes
 ``<out>/<name>.pdf`` and ``.png`` with byte-identical output on reruns. Fast-mode figures carry a
 "FAST PREVIEW" banner.
 """
@@ -15,75 +22,133 @@ Each experiment is a module ``experiments/<name>.py`` with
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import pkgutil
+import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from fgrpo_theory._validate import fail
 
-__all__ = ["Experiment", "EXPERIMENTS", "names", "get", "RunResult", "run"]
+__all__ = [
+    "CONTRACT",
+    "PATH_ENV",
+    "Experiment",
+    "discover",
+    "experiments",
+    "names",
+    "get",
+    "RunResult",
+    "run",
+]
+
+#: Names every figure module defines.
+CONTRACT = ("TITLE", "IN_PAPER", "COST_SECONDS", "PARAMS", "compute", "plot")
+#: Environment variable listing extra folders of figure modules.
+PATH_ENV = "FGRPO_THEORY_FIGURES_PATH"
+_PACKAGE = __package__ or "fgrpo_theory_experiments"
+_EXTRA_PREFIX = "fgrpo_theory_figures_extra"
 
 
 @dataclass(frozen=True)
 class Experiment:
-    """One figure: its name (file stem), a one-line title, whether it is in the paper."""
+    """One figure: its name (file stem), title, whether it is in the paper, estimated cost."""
 
     name: str
     title: str
     in_paper: bool
-
-    @property
-    def module_name(self) -> str:
-        return f"experiments.{self.name}"
+    cost_seconds: float
+    module_name: str
+    path: Path
 
     def load(self) -> ModuleType:
-        """Import the experiment's module."""
-        return importlib.import_module(self.module_name)
+        """The experiment's module (imported)."""
+        return _import(self.module_name, self.path)
 
 
-#: Every experiment, in the order ``figures all`` runs them (cheap ones first).
-EXPERIMENTS: tuple[Experiment, ...] = (
-    Experiment("fig1a_tail_miss", "Fig. 1a: tail-miss probability against N (Lemma 3.1)", True),
-    Experiment(
-        "fig1bc_pass_at_k", "Fig. 1b,c: published pass@256 vs pass@1, AIME 2025 and IFEval", True
-    ),
-    Experiment("fig3_tail_miss_panels", "Fig. 3: tail-miss panels with starred peaks", True),
-    Experiment("fig4_focal_magnitudes", "Fig. 4: focal-weighted advantage magnitudes", True),
-    Experiment("fig5_tail_miss_long", "Fig. 5: tail miss up to N = 2^17 (Fig. 2 setting)", True),
-    Experiment("val_lemma31_monte_carlo", "Lemma 3.1 against Monte Carlo over (mu, rho, N)", False),
-    Experiment(
-        "val_prop32_first_order",
-        "Prop. 3.2 / P-17: first order vs exact update vs Monte Carlo",
-        False,
-    ),
-    Experiment("map_peak_group_size", "Map of N* and peak tail-miss over (mu, rho)", False),
-    Experiment("drift_threshold", "Expected-drift threshold of correct actions (section 6)", False),
-    Experiment(
-        "group_size_sweep_published",
-        "Published group-size sweep beside the closed-form tail miss",
-        False,
-    ),
-    Experiment(
-        "fig2_simulation", "Fig. 2: categorical simulation (log-prob surrogate, Adam)", True
-    ),
-    Experiment("fig2_linear_adamw", "Fig. 2 as the text reads (linear surrogate, AdamW)", True),
-    Experiment("fig2_sgd_vs_adam", "Fig. 2 under SGD beside Adam, gamma 0 and 1", False),
-)
+def _import(module_name: str, path: Path) -> ModuleType:
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path:
+        return loaded
+    if module_name.startswith(_PACKAGE + "."):
+        return importlib.import_module(module_name)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return mod
 
-_BY_NAME = {e.name: e for e in EXPERIMENTS}
+
+def _candidates(extra: Iterable[str | Path]) -> list[tuple[str, str, Path]]:
+    """``(name, module name, file)`` of every non-underscore module: package, then extras."""
+    here = Path(__file__).resolve().parent
+    out = [
+        (m.name, f"{_PACKAGE}.{m.name}", here / f"{m.name}.py")
+        for m in pkgutil.iter_modules([str(here)])
+        if not m.name.startswith("_") and not m.ispkg
+    ]
+    for folder in extra:
+        folder = Path(folder)
+        if not folder.is_dir():
+            fail(PATH_ENV, str(folder), "a list of existing folders")
+        for f in sorted(folder.glob("*.py")):
+            if not f.name.startswith("_"):
+                out.append((f.stem, f"{_EXTRA_PREFIX}.{f.stem}", f.resolve()))
+    return out
+
+
+def discover(extra: Iterable[str | Path] | None = None) -> tuple[Experiment, ...]:
+    """Every figure module, cheapest first (ties by name).
+
+    ``extra``: folders of additional figure modules; default: the folders in
+    ``$FGRPO_THEORY_FIGURES_PATH``. A module that defines none of :data:`CONTRACT` is a helper
+    (``registry``, ``cache``) and is skipped; one that defines only part of it is an error.
+    """
+    if extra is None:
+        env = os.environ.get(PATH_ENV, "")
+        extra = [p for p in env.split(os.pathsep) if p]
+    found: dict[str, Experiment] = {}
+    for name, module_name, path in _candidates(extra):
+        mod = _import(module_name, path)
+        have = [c for c in CONTRACT if hasattr(mod, c)]
+        if not have:
+            continue
+        if len(have) < len(CONTRACT):
+            missing = ", ".join(c for c in CONTRACT if c not in have)
+            raise ValueError(f"figure module {path} must define {missing}")
+        if name in found:
+            raise ValueError(f"figure name {name!r} is defined twice ({found[name].path}, {path})")
+        found[name] = Experiment(
+            name, str(mod.TITLE), bool(mod.IN_PAPER), float(mod.COST_SECONDS), module_name, path
+        )
+    return tuple(sorted(found.values(), key=lambda e: (e.cost_seconds, e.name)))
+
+
+def experiments() -> tuple[Experiment, ...]:
+    """:func:`discover` over the package and ``$FGRPO_THEORY_FIGURES_PATH``."""
+    return discover()
 
 
 def names() -> list[str]:
     """Names of all experiments, in run order."""
-    return [e.name for e in EXPERIMENTS]
+    return [e.name for e in experiments()]
 
 
 def get(name: str) -> Experiment:
     """Look an experiment up by name (``ValueError`` listing the valid names otherwise)."""
-    if name not in _BY_NAME:
-        fail("figure name", name, "one of " + ", ".join(names()))
-    return _BY_NAME[name]
+    by_name = {e.name: e for e in experiments()}
+    if name not in by_name:
+        fail("figure name", name, "one of " + ", ".join(by_name))
+    return by_name[name]
 
 
 @dataclass(frozen=True)
@@ -98,7 +163,7 @@ class RunResult:
 
 
 def run(
-    name: str,
+    name: str | Experiment,
     out_dir: str | Path = "figures",
     formats: tuple[str, ...] | str = ("pdf", "png"),
     *,
@@ -110,8 +175,8 @@ def run(
 
     Parameters
     ----------
-    name : str
-        Experiment name (see :func:`names`).
+    name : str or Experiment
+        Experiment name (see :func:`names`) or a discovered :class:`Experiment`.
     out_dir : str or Path
         Output folder; files are ``<out_dir>/<name>.<fmt>``.
     formats : tuple of str or str
@@ -126,17 +191,22 @@ def run(
     from fgrpo_theory.plotting import mark_fast_preview, paper_style, save_figure
 
     from . import _sim
-    from .cache import cached, experiment_sources, library_sources, source_digest
+    from .cache import cached, module_sources
 
-    exp = get(name)
+    exp = name if isinstance(name, Experiment) else get(name)
     mod = exp.load()
     params = mod.PARAMS
-    code = source_digest(library_sources() + experiment_sources(name))
+    code = module_sources(exp.path)
     t0 = time.perf_counter()
     _sim.RESUME = not force  # --force also reruns cached simulations
     try:
         df, hit = cached(
-            name, params, lambda: mod.compute(params, fast=fast), fast=fast, force=force, code=code
+            exp.name,
+            params,
+            lambda: mod.compute(params, fast=fast),
+            fast=fast,
+            force=force,
+            code=code,
         )
     finally:
         _sim.RESUME = True
@@ -144,5 +214,5 @@ def run(
         fig = mod.plot(df, params)
         if fast:
             mark_fast_preview(fig)
-        paths = save_figure(fig, Path(out_dir) / name, formats, dpi=dpi)
-    return RunResult(name, tuple(paths), hit, time.perf_counter() - t0, len(df))
+        paths = save_figure(fig, Path(out_dir) / exp.name, formats, dpi=dpi)
+    return RunResult(exp.name, tuple(paths), hit, time.perf_counter() - t0, len(df))

@@ -23,7 +23,11 @@ from matplotlib.figure import Figure
 
 from ._common import PAPER, footnote
 
-__all__ = ["Params", "PARAMS", "compute", "plot"]
+__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
+
+TITLE = "Prop. 3.2 / P-17: first order vs exact update vs Monte Carlo"
+IN_PAPER = False
+COST_SECONDS = 5.0  # estimated, full settings, 2 cores
 
 TERMS = (
     "dq_pos_first_order",

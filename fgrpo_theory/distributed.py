@@ -27,7 +27,12 @@ Cores: every task limits its own Numba thread count (default one thread per task
 the parallelism, one task per worker thread), so workers never oversubscribe their cores. Each
 worker process compiles the kernels at most once and usually just loads them from Numba's on-disk
 cache. A script that starts a ``local-cluster`` must do so under ``if __name__ == "__main__":``
-(the workers are spawned processes that import the script).
+(the workers are spawned processes that import the script). A local cluster serves no dashboard
+unless asked (``dashboard=True``), and then only on 127.0.0.1.
+
+Before a :class:`distributed.Client` connects to a ``tcp://`` address, a raw socket reads the
+first bytes the server sends (a Dask scheduler opens every connection with its handshake): a
+service that is not Dask is refused in one line within ``connect_timeout`` seconds (default 5).
 
 Dask is imported lazily: ``import fgrpo_theory.distributed`` works without it, and choosing a
 non-local scheduler without ``dask[distributed]`` installed raises :class:`ValueError` telling the
@@ -38,13 +43,21 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from ._scheduler import (
+    INSTALL_HINT,
+    MAX_LOCAL_WORKERS,  # noqa: F401 (re-exported)
+    SchedulerSpec,
+    _as_spec,
+    parse_scheduler,
+    probe_dask_scheduler,
+    require_distributed,
+)
 from ._validate import check_scalar, fail, format_value
 
 if TYPE_CHECKING:
@@ -62,119 +75,6 @@ __all__ = [
     "DaskExecutor",
     "open_executor",
 ]
-
-#: How to install the optional dependency (quoted in the error message).
-INSTALL_HINT = 'pip install "fgrpo-theory[dask]"'
-
-#: Largest worker count ``local-cluster:N`` accepts.
-MAX_LOCAL_WORKERS = 1024
-
-_LOCAL_CLUSTER = re.compile(r"^local-cluster(?::(.*))?$")
-_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
-
-_SCHEDULER_FORMS = "'local', 'local-cluster:N' or 'tcp://host:port'"
-
-
-class SchedulerSpec(NamedTuple):
-    """A parsed ``--scheduler`` value.
-
-    Attributes
-    ----------
-    kind : str
-        ``"local"``, ``"local-cluster"`` or ``"address"``.
-    address : str or None
-        The scheduler address for ``kind == "address"``.
-    n_workers : int or None
-        The worker-process count for ``kind == "local-cluster"``.
-    text : str
-        The original option value (used in error messages).
-    """
-
-    kind: str
-    address: str | None
-    n_workers: int | None
-    text: str
-
-
-def parse_scheduler(text: str, name: str = "--scheduler") -> SchedulerSpec:
-    """Parse a scheduler option without importing Dask.
-
-    Parameters
-    ----------
-    text : str
-        ``"local"``, ``"local-cluster:N"`` (``N`` worker processes, 1 thread each, ``N`` in
-        ``[1, 1024]``) or ``"tcp://host:port"`` / ``"tls://host:port"``.
-    name : str
-        Parameter name used in error messages.
-
-    Returns
-    -------
-    SchedulerSpec
-
-    Raises
-    ------
-    ValueError
-        If ``text`` has none of these forms, e.g.
-        ``--scheduler must be 'local', 'local-cluster:N' or 'tcp://host:port'; got 'bogus'``.
-
-    Examples
-    --------
-    >>> parse_scheduler("local-cluster:4")
-    SchedulerSpec(kind='local-cluster', address=None, n_workers=4, text='local-cluster:4')
-    """
-    if not isinstance(text, str):
-        fail(name, text, _SCHEDULER_FORMS)
-    s = text.strip()
-    if s == "local":
-        return SchedulerSpec("local", None, None, text)
-    m = _LOCAL_CLUSTER.match(s)
-    if m is not None:
-        count = m.group(1)
-        if count is None or not re.fullmatch(r"\d+", count):
-            fail(name, text, f"'local-cluster:N' with an integer N in [1, {MAX_LOCAL_WORKERS}]")
-        n = int(count)
-        if not 1 <= n <= MAX_LOCAL_WORKERS:
-            fail(name, text, f"'local-cluster:N' with N in [1, {MAX_LOCAL_WORKERS}] workers")
-        return SchedulerSpec("local-cluster", None, n, text)
-    if "://" in s:
-        m = _ADDRESS.match(s)
-        if m is None or not 1 <= int(m.group(3)) <= 65535:
-            fail(name, text, "a scheduler address 'tcp://host:port' with a port in [1, 65535]")
-        return SchedulerSpec("address", s, None, text)
-    fail(name, text, _SCHEDULER_FORMS)
-
-
-def _as_spec(scheduler: str | SchedulerSpec, name: str) -> SchedulerSpec:
-    return scheduler if isinstance(scheduler, SchedulerSpec) else parse_scheduler(scheduler, name)
-
-
-def require_distributed(spec: SchedulerSpec | str, name: str = "--scheduler") -> Any:
-    """Import and return the ``distributed`` module, or explain how to install it.
-
-    Parameters
-    ----------
-    spec : SchedulerSpec or str
-        The scheduler that needs Dask (quoted in the error message).
-    name : str
-        Parameter name used in the error message.
-
-    Returns
-    -------
-    module
-        :mod:`distributed`.
-
-    Raises
-    ------
-    ValueError
-        ``--scheduler must be 'local' unless dask[distributed] is installed
-        (pip install "fgrpo-theory[dask]"); got 'local-cluster:2'``.
-    """
-    try:
-        import distributed
-    except ImportError:
-        text = spec.text if isinstance(spec, SchedulerSpec) else spec
-        fail(name, text, f"'local' unless dask[distributed] is installed ({INSTALL_HINT})")
-    return distributed
 
 
 def limit_numba_threads(n: int | None) -> int:
@@ -268,6 +168,9 @@ class DaskExecutor(cf.Executor):
         may survive on a cluster this executor starts (the scheduler's ``allowed-failures``).
     connect_timeout : float
         Seconds to wait for a ``tcp://`` scheduler before giving up with a ValueError.
+    dashboard : bool
+        Serve the Dask dashboard of a cluster this executor starts, on 127.0.0.1 only (default:
+        no dashboard).
     name : str
         Parameter name used in error messages.
 
@@ -286,6 +189,7 @@ class DaskExecutor(cf.Executor):
         threads_per_task: int = 1,
         retries: int = 3,
         connect_timeout: float = 5.0,
+        dashboard: bool = False,
         name: str = "--scheduler",
     ) -> None:
         spec = (
@@ -304,6 +208,7 @@ class DaskExecutor(cf.Executor):
         self.threads_per_task = int(threads_per_task)
         self.retries = int(retries)
         self.connect_timeout = float(connect_timeout)
+        self.dashboard = bool(dashboard)
         self.name = name
         self.client: Client | None = None
         self.cluster: LocalCluster | None = None
@@ -328,7 +233,8 @@ class DaskExecutor(cf.Executor):
                     n_workers=self.spec.n_workers,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=":0",  # a free port: never clash with another cluster
+                    # a free port on loopback only (never every interface), or none at all
+                    dashboard_address="127.0.0.1:0" if self.dashboard else None,
                     scheduler_port=0,
                     silence_logs=logging.ERROR,
                     scheduler_kwargs={"allowed_failures": max(self.retries, 1)},
@@ -346,6 +252,7 @@ class DaskExecutor(cf.Executor):
                 self.cluster = None
                 raise
         else:
+            probe_dask_scheduler(self.spec.address, self.connect_timeout, self.name)
             try:
                 self.client = distributed.Client(
                     self.spec.address, timeout=self.connect_timeout, set_as_default=False
@@ -501,6 +408,7 @@ def open_executor(
     threads_per_task: int = 1,
     retries: int = 3,
     connect_timeout: float = 5.0,
+    dashboard: bool = False,
     name: str = "--scheduler",
 ) -> DaskExecutor | None:
     """Return ``None`` for ``"local"`` (the simulator's own threads), else a :class:`DaskExecutor`.
@@ -517,6 +425,7 @@ def open_executor(
         threads_per_task=threads_per_task,
         retries=retries,
         connect_timeout=connect_timeout,
+        dashboard=dashboard,
         name=name,
     )
 
@@ -528,6 +437,7 @@ def sweep_executor(
     threads_per_task: int = 1,
     retries: int = 3,
     connect_timeout: float = 5.0,
+    dashboard: bool = False,
     name: str = "--scheduler",
 ) -> Iterator[DaskExecutor | None]:
     """Context manager for :func:`fgrpo_theory.sim.run_sweep`'s ``executor`` argument.
@@ -544,6 +454,7 @@ def sweep_executor(
         threads_per_task=threads_per_task,
         retries=retries,
         connect_timeout=connect_timeout,
+        dashboard=dashboard,
         name=name,
     )
     if ex is None:
@@ -607,14 +518,15 @@ def run_sweep_distributed(
     >>> df = run_sweep_distributed(sweep, "results/", "local-cluster:2")  # doctest: +SKIP
     """
     from .sim import expand_grid, run_sweep
-    from .sim.sweep import result_path
+    from .sim.sweep import result_path, reusable_result
 
     spec = _as_spec(scheduler, "--scheduler")
     configs = expand_grid(sweep_or_configs)  # validate before starting any cluster
     if spec.kind != "local":
         require_distributed(spec)
         if out_dir is not None and resume:
-            if all(result_path(out_dir, c, fmt).is_file() for c in configs):
+            paths = [(result_path(out_dir, c, fmt), c) for c in configs]
+            if all(reusable_result(p, c)[0] is not None for p, c in paths):
                 spec = parse_scheduler("local")  # nothing to run: no cluster to start
     with sweep_executor(
         spec,

@@ -3,9 +3,10 @@
 One style for every figure of the toolkit: the Okabe-Ito colorblind-safe palette, fonts readable
 at single-column width (about 3.4 in), thin frames. Figures are built as
 :class:`matplotlib.figure.Figure` objects without pyplot's global state and rendered with the
-Agg/PDF backends, so nothing here needs a display. :func:`save_figure` writes files whose bytes
-depend only on the figure: rerunning a script rewrites identical PDFs and PNGs (no timestamps,
-fixed producer strings, fixed SVG hash salt).
+Agg/PDF canvases that ``Figure.savefig`` picks by file format, so nothing here needs a display
+and importing this module never switches matplotlib's backend. :func:`save_figure` writes files
+whose bytes depend only on the figure: rerunning a script rewrites identical PDFs and PNGs (no
+timestamps, fixed producer strings, fixed SVG hash salt).
 
 This module imports matplotlib; ``import fgrpo_theory`` does not import it.
 """
@@ -14,20 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-if "matplotlib.pyplot" not in sys.modules:  # never switch an interactive session's backend
-    matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from ._validate import fail  # noqa: E402
+from ._validate import fail
 
 if TYPE_CHECKING:
     import pandas as pd

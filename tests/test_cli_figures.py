@@ -2,22 +2,55 @@
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
-from experiments import registry
+from fgrpo_theory.cli._experiments import experiments_package
+
+experiments_package()
+from fgrpo_theory_experiments import registry  # noqa: E402
+
+#: Every discovered figure (no hand list).
+NAMES = registry.names()
+#: The cheapest figures (closed forms: the CLI tests draw them for real).
+CHEAP = [e.name for e in registry.experiments() if e.cost_seconds <= 2.0]
 
 
 @pytest.fixture(autouse=True)
 def _tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("FGRPO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FGRPO_THEORY_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def test_figures_list(cli):
-    r = cli("figures", "list")
+@pytest.mark.parametrize("name", NAMES)
+def test_figures_list_shows_every_discovered_figure(cli, name):
+    r = cli("figures", "list", "--format", "table")
     assert r.code == 0
-    for name in registry.names():
-        assert name in r.out
+    assert name in r.out
+
+
+def test_figures_list_formats(cli):
+    r = cli("figures", "list", "--format", "csv")
+    assert r.code == 0, r.err
+    df = pd.read_csv(io.StringIO(r.out))
+    assert list(df.columns) == ["name", "in_paper", "cost_seconds", "title"]
+    assert list(df["name"]) == NAMES
+    r = cli("figures", "list", "--format", "json")
+    assert r.code == 0, r.err
+    assert [row["name"] for row in json.loads(r.out)] == NAMES
+
+
+@pytest.mark.parametrize("name", CHEAP)
+def test_figures_cheap_ones_render(cli, tmp_path, name):
+    out = tmp_path / "figs"
+    r = cli("figures", name, "--out", out, "--figure-format", "png", "--dpi", "200")
+    assert r.code == 0, r.err
+    assert [p.name for p in out.iterdir()] == [f"{name}.png"]
 
 
 def test_figures_named_png_only(cli, tmp_path):
@@ -28,7 +61,7 @@ def test_figures_named_png_only(cli, tmp_path):
         "fig4_focal_magnitudes",
         "--out",
         out,
-        "--format",
+        "--figure-format",
         "png",
         "--dpi",
         "200",
@@ -40,16 +73,48 @@ def test_figures_named_png_only(cli, tmp_path):
     ]
     assert "[1/2] fig1a_tail_miss: computed" in r.err
     assert "[2/2] fig4_focal_magnitudes: computed" in r.err
-    r2 = cli("figures", "fig1a_tail_miss", "--out", out, "--format", "png", "--dpi", "200")
+    r2 = cli("figures", "fig1a_tail_miss", "--out", out, "--figure-format", "png", "--dpi", "200")
     assert "fig1a_tail_miss: cached" in r2.err
 
 
-def test_figures_fast_default_out_is_gitignored_preview(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    r = cli("figures", "fig1a_tail_miss", "--fast", "--format", "pdf")
+def test_figures_fast_default_out_is_the_cache_never_the_cwd(cli, tmp_path, monkeypatch):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    r = cli("figures", "fig1a_tail_miss", "--fast", "--figure-format", "pdf")
     assert r.code == 0, r.err
-    assert (tmp_path / "experiments" / "data" / "fast-preview" / "fig1a_tail_miss.pdf").is_file()
-    assert not (tmp_path / "figures").exists()
+    assert (tmp_path / "cache" / "fast-preview" / "fig1a_tail_miss.pdf").is_file()
+    assert list(cwd.iterdir()) == []
+
+
+def test_cache_dir_follows_xdg_and_the_override(tmp_path, monkeypatch):
+    from fgrpo_theory_experiments.cache import cache_dir
+
+    monkeypatch.setenv("FGRPO_THEORY_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("FGRPO_THEORY_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "fgrpo-theory"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "fgrpo-theory"
+
+
+def test_a_user_experiments_folder_does_not_shadow_the_package(tmp_path):
+    """A folder named experiments/ in the working directory (common in ML repositories) must not
+    hide the figures (issue 9 item 6)."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "__init__.py").write_text("raise ImportError('user folder')\n")
+    env = {**os.environ, "FGRPO_THEORY_CACHE_DIR": str(tmp_path / "cache")}
+    code = (
+        "from fgrpo_theory.cli import main; "
+        "raise SystemExit(main(['figures', 'list', '--format', 'csv']))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert "fig1a_tail_miss" in r.stdout
 
 
 @pytest.mark.parametrize(
@@ -59,8 +124,8 @@ def test_figures_fast_default_out_is_gitignored_preview(cli, tmp_path, monkeypat
         (["figures"], "Error: NAMES must be 'list', 'all' or figure names; got 'nothing'"),
         (["figures", "all", "fig1a_tail_miss"], "Error: NAMES must be used alone; got 'all'"),
         (
-            ["figures", "fig1a_tail_miss", "--format", "gif"],
-            "Error: --format must be one of pdf, png, svg; got 'gif'",
+            ["figures", "fig1a_tail_miss", "--figure-format", "gif"],
+            "Error: --figure-format must be one of pdf, png, svg; got 'gif'",
         ),
         (
             ["figures", "fig1a_tail_miss", "--dpi", "72"],

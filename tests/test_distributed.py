@@ -471,3 +471,87 @@ def test_cli_local_cluster_equals_local(scheduler_cli, tmp_path):
     assert a.out == b.out
     assert len(_file_digests(tmp_path / "local")) == 4
     assert _file_digests(tmp_path / "dask") == _file_digests(tmp_path / "local")
+
+
+# -- issue 10 items 14 and 15 ---------------------------------------------------------------------
+@needs_dask
+@pytest.mark.parametrize(("asked", "expected"), [(False, None), (True, "127.0.0.1:0")])
+def test_local_cluster_dashboard_is_off_or_loopback_only(monkeypatch, asked, expected):
+    import distributed
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+            raise RuntimeError("recorded")
+
+    monkeypatch.setattr(distributed, "LocalCluster", Recorder)
+    with pytest.raises(RuntimeError, match="recorded"):
+        DaskExecutor("local-cluster:1", dashboard=asked).start()
+    assert seen["dashboard_address"] == expected
+
+
+@pytest.fixture
+def garbage_server():
+    """A TCP server on 127.0.0.1 that answers every connection with bytes that are not Dask."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(0.2)
+    stop = threading.Event()
+    conns = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            conns.append(c)
+            try:
+                c.sendall(b"HTTP/1.1 200 OK\r\nServer: not-dask\r\n\r\n" + b"\xff" * 4096)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    stop.set()
+    t.join(2)
+    for c in conns:
+        c.close()
+    srv.close()
+
+
+@needs_dask
+def test_non_dask_server_is_refused_in_one_line_quickly(garbage_server):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError) as e:
+        with DaskExecutor(garbage_server):
+            pass
+    assert time.perf_counter() - t0 < 5.0
+    assert str(e.value) == (
+        "--scheduler must be the address of a Dask scheduler (something else answers there: "
+        f"not the Dask protocol); got '{garbage_server}'"
+    )
+
+
+@needs_dask
+def test_cli_non_dask_server_one_line_no_traceback(garbage_server, tmp_path):
+    import subprocess
+
+    # (the 5 s bound is checked in-process above; here imports on a loaded machine dominate)
+    code = (
+        "import sys; from fgrpo_theory.cli import main; "
+        f"sys.exit(main([*{SMALL!r}, '--scheduler', {garbage_server!r}]))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "Error: --scheduler must be the address of a Dask scheduler (something else answers "
+        f"there: not the Dask protocol); got '{garbage_server}'"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -164,3 +165,18 @@ def test_import_does_not_load_matplotlib():
     code = "import sys, fgrpo_theory, fgrpo_theory.cli; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_import_does_not_switch_matplotlib_backend(tmp_path):
+    code = (
+        "import matplotlib; import fgrpo_theory.plotting as p; "
+        "fig = p.new_figure(); fig.subplots().plot([0, 1]); "
+        f"p.save_figure(fig, {str(tmp_path / 'f')!r}, ('png', 'pdf')); "
+        "print(matplotlib.rcParams['backend'])"
+    )
+    env = {**os.environ, "MPLBACKEND": "template"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == "template"
+    assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0

@@ -67,3 +67,187 @@ def test_bad_output_folder_fails_before_work(tmp_path):
         run_sweep(SWEEP, tmp_path, fmt="xlsx")
     with pytest.raises(ValueError, match="N must be >= 1; got 0"):
         run_sweep({**SWEEP, "N": [0]}, tmp_path)
+
+
+# ---------------------------------------------------- resume verifies what it reuses (issue 10)
+
+SMALL = {**SWEEP, "gamma": 0.0, "seeds": 2}  # two configs: N = 2 and N = 8
+
+
+def _files(folder):
+    cfgs = expand_grid(SMALL)
+    return cfgs, [folder / f"{config_hash(c)}.parquet" for c in cfgs]
+
+
+def _one_line(err: str, *needles: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_resume_refuses_a_file_copied_over_another_configs_name(tmp_path, capfd):
+    cfgs, (a, b) = _files(tmp_path)
+    ref = run_sweep(SMALL, tmp_path, progress=False)
+    b.write_bytes(a.read_bytes())
+    capfd.readouterr()
+    again = run_sweep(SMALL, tmp_path, progress=False)
+    out, err = capfd.readouterr()
+    assert out == ""
+    _one_line(err, str(b), "recomputing")
+    pd.testing.assert_frame_equal(again, ref)
+    assert sorted(again["N"].unique()) == [2, 8]
+
+
+def test_resume_refuses_an_edited_file(tmp_path, capfd):
+    import pyarrow.parquet as pq
+
+    cfgs, (a, _) = _files(tmp_path)
+    ref = run_sweep(SMALL, tmp_path, progress=False)
+    table = pq.read_table(a)  # keeps the stored metadata
+    df = table.to_pandas()
+    df.loc[0, "q_pos"] = 0.123
+    import pyarrow as pa
+
+    pq.write_table(
+        pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(
+            table.schema.metadata
+        ),
+        a,
+    )
+    capfd.readouterr()
+    again = run_sweep(SMALL, tmp_path, progress=False)
+    _one_line(capfd.readouterr().err, str(a), "edited")
+    pd.testing.assert_frame_equal(again, ref)
+
+
+def test_resume_refuses_results_of_other_simulator_code(tmp_path, capfd, monkeypatch):
+    from fgrpo_theory.sim import sweep
+
+    ref = run_sweep(SMALL, tmp_path, progress=False)
+    monkeypatch.setattr(sweep, "simulator_digest", lambda: "0123456789abcdef")
+    capfd.readouterr()
+    calls = []
+    again = run_sweep(
+        SMALL, tmp_path, executor=lambda fn, items: calls.extend(items) or [fn(c) for c in items]
+    )
+    err = capfd.readouterr().err
+    assert len(calls) == 2
+    assert err.count("other simulator code") == 2 and len(err.strip().splitlines()) == 2
+    pd.testing.assert_frame_equal(again, ref)
+    capfd.readouterr()
+    run_sweep(SMALL, tmp_path, executor=lambda fn, items: calls.extend(items) or [])
+    assert len(calls) == 2 and capfd.readouterr().err == ""  # now reused
+
+
+def test_corrupt_result_file_is_named_and_recomputed(tmp_path, capfd):
+    cfgs, (a, _) = _files(tmp_path)
+    ref = run_sweep(SMALL, tmp_path, progress=False)
+    a.write_bytes(b"PAR1 not really parquet")
+    capfd.readouterr()
+    again = run_sweep(SMALL, tmp_path, progress=False)
+    _one_line(capfd.readouterr().err, str(a), "not a readable result file", "replacing")
+    pd.testing.assert_frame_equal(again, ref)
+    assert pd.read_parquet(a).shape == ref[ref["N"] == 2].shape
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_temporaries_of_dead_runs_are_removed(tmp_path):
+    import os
+
+    cfgs, (a, _) = _files(tmp_path)
+    dead = tmp_path / f".{a.name}.tmp-{_dead_pid()}"
+    alive = tmp_path / f".{a.name}.tmp-{os.getppid()}"  # a live process, not this one
+    dead.write_bytes(b"half")
+    alive.write_bytes(b"someone is writing")
+    run_sweep(SMALL, tmp_path, progress=False)
+    assert not dead.exists()
+    assert alive.exists()
+
+
+def test_lock_of_a_dead_process_is_taken_over(tmp_path):
+    cfgs, (a, _) = _files(tmp_path)
+    lock = tmp_path / f".{config_hash(cfgs[0])}.lock"
+    lock.write_text(f"{_dead_pid()}\n")
+    df = run_sweep(SMALL, tmp_path, progress=False)
+    assert sorted(df["N"].unique()) == [2, 8] and a.is_file()
+    assert not list(tmp_path.glob(".*"))
+
+
+_CONCURRENT = """
+import os, sys, time
+from fgrpo_theory.sim import config_hash, run_sweep
+sweep = {sweep!r}
+log = {log!r}
+
+def recording(fn, items):
+    for c in items:
+        with open(log, "a") as f:
+            f.write(config_hash(c) + "\\n")
+        time.sleep(0.3)
+        yield fn(c)
+
+run_sweep(sweep, {out!r}, executor=recording)
+"""
+
+
+@pytest.mark.slow
+def test_two_sweeps_on_one_folder_compute_each_config_once(tmp_path):
+    import subprocess
+    import sys
+
+    log = tmp_path / "log"
+    code = _CONCURRENT.format(sweep=SWEEP, log=str(log), out=str(tmp_path / "out"))
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    computed = log.read_text().split()
+    assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(SWEEP))
+    assert not list((tmp_path / "out").glob(".*"))
+
+
+def test_no_progress_bar_from_python_unless_asked(tmp_path, capfd):
+    run_sweep(SMALL, tmp_path / "a")  # stderr is not a terminal under pytest
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    run_sweep(SMALL, tmp_path / "b", progress=True)
+    out, err = capfd.readouterr()
+    assert out == ""  # a bar never writes to stdout
+
+
+_CONCURRENT_LOCAL = """
+import sys
+from fgrpo_theory.sim import runner, sweep, config_hash, run_sweep
+real = runner.simulate
+log = {log!r}
+
+def recording(cfg, threads=None):
+    with open(log, "a") as f:
+        f.write(config_hash(cfg) + "\\n")
+    return real(cfg, threads=threads)
+
+runner.simulate = recording
+run_sweep({sweep!r}, {out!r}, progress=False)
+"""
+
+
+@pytest.mark.slow
+def test_two_local_sweeps_share_the_work(tmp_path):
+    import subprocess
+    import sys
+
+    sweep = {**SWEEP, "steps": 400}
+    log = tmp_path / "log"
+    code = _CONCURRENT_LOCAL.format(sweep=sweep, log=str(log), out=str(tmp_path / "out"))
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    computed = log.read_text().split()
+    assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(sweep))
+    assert not list((tmp_path / "out").glob(".*"))
