@@ -1,7 +1,8 @@
-"""Tables shared between figures (computed by the library; no formulas here).
+"""Tables shared between figures: thin adapters over the library (no formulas here).
 
-Until ``fgrpo_theory.tables.tail_miss_table`` is available, the tail-miss table that Fig. 1a,
-Fig. 3, Fig. 5 and the published group-size sweep share lives here, once.
+Fig. 1a, Fig. 3, Fig. 5 and the published group-size sweep share one tail-miss table, built by
+:func:`fgrpo_theory.tables.tail_miss_table` (the ``miss-prob`` command's table), so the figure cache
+key (the import closure of the figure's module) covers the library code that computes it.
 """
 
 from __future__ import annotations
@@ -15,26 +16,9 @@ __all__ = ["tail_miss_table"]
 def tail_miss_table(
     mu: tuple[float, ...], rho: tuple[float, ...], n: np.ndarray, fast: bool = False
 ) -> pd.DataFrame:
-    """Tidy table with the columns of the ``miss-prob`` command over a (mu, rho, N) grid."""
-    from fgrpo_theory.tail_miss import active_probability, hit_probability, tail_miss_probability
+    """The ``miss-prob`` table over a (mu, rho, N) grid (mu outermost, then rho, then N)."""
+    from fgrpo_theory.tables import tail_miss_table as table
 
-    frames = []
-    for m in mu:
-        for r in rho:
-            tau = r * m
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "N": n.astype(np.int64),
-                        "mu": m,
-                        "tau": tau,
-                        "rho": r,
-                        "p_active": active_probability(n, m),
-                        "p_tail_miss": tail_miss_probability(n, m, tau),
-                        "p_hit": hit_probability(n, tau),
-                    }
-                )
-            )
-    df = pd.concat(frames, ignore_index=True)
+    df = table(np.asarray(n, dtype=np.int64), list(mu), rho=list(rho))
     df["fast"] = fast
-    return df
+    return df.reset_index(drop=True)
