@@ -27,7 +27,6 @@ __all__ = [
     "available_memory",
     "plan_chunks",
     "MAX_SECONDS",
-    "MAX_PASS_K",
 ]
 
 #: Seconds per action per optimizer step of one run on one core: the dense path's O(K) passes
@@ -37,8 +36,6 @@ SECONDS_PER_ACTION = 7e-9
 SECONDS_PER_SAMPLE = 2e-8
 #: Longest estimated run accepted: 30 days on every thread of the machine.
 MAX_SECONDS = 30 * 86400.0
-#: Most pass@k columns (each is a full column of the output).
-MAX_PASS_K = 1024
 #: Bytes per output row besides the metric columns: run/prompt/seed_index/step, the ~21 config
 #: columns (one 8-byte slot each; strings are shared objects) and pandas' overhead.
 ROW_BYTES_FIXED = 8 * 32
@@ -109,8 +106,6 @@ def check_budget(cfg: SimConfig, threads: int = 1, memory: int | None = None) ->
     """
     from .._validate import fail
 
-    if len(cfg.pass_k) > MAX_PASS_K:
-        fail("pass_k", f"{len(cfg.pass_k)} values", f"at most {MAX_PASS_K} values")
     est = estimate(cfg)
     mem = available_memory() if memory is None else memory
     if mem is not None:

@@ -25,9 +25,9 @@ then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts.
 
 from __future__ import annotations
 
-import numpy as np
 from typing import NamedTuple
 
+import numpy as np
 from numba import njit, prange
 
 from .keys import GOLDEN_INT, M1_INT, M2_INT
@@ -162,7 +162,6 @@ def tree_find(tree, P, t):
             t -= left
             j = 2 * j + 1
     return j - P
-
 
 
 M_QPOS, M_MRET, M_ENT, M_GROUPS, M_ACTIVE, M_RESAMPLES, M_SUB0 = 0, 1, 2, 3, 4, 5, 6
@@ -518,7 +517,6 @@ def _coefficients(
     return C
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Parameter records. The kernels take a handful of typed records instead of ~27 positional
 # scalars, so two parameters of the same type cannot be swapped silently: the runner builds
@@ -660,7 +658,9 @@ def _draw(sampler, e, S, cum, gaps, tree, P, correct, N, state, cnt, touched):
 
 
 @jit_fast_inline
-def _draw_group(sampler, e, S, cum, gaps, tree, P, prob, log, alg, state, cnt, touched, hit, ints, tails):
+def _draw_group(
+    sampler, e, S, cum, gaps, tree, P, prob, log, alg, state, cnt, touched, hit, ints, tails
+):
     """Draw a group, count it (groups, active, tail misses) and apply dynamic sampling.
 
     Returns (distinct actions, X); the counters in ``ints`` and ``tails`` are advanced.

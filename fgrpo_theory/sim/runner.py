@@ -238,6 +238,10 @@ def simulate(
 
         fail("config", config, "a SimConfig")
     cfg = config
+    from .budget import check_budget
+
+    nt0 = numba.get_num_threads() if threads is None else max(1, int(threads))
+    check_budget(cfg, nt0)  # refuse before allocating anything
     a = prepare(cfg)
     rec = build_records(cfg, a)
     R = cfg.n_runs
@@ -264,7 +268,9 @@ def simulate(
         batch, chunk = plan_chunks(cfg, nt, chunk_steps)
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
-            st = new_state(rec["prob"], rec["log"], rec["opt"], keys[lo:hi], rec["tree"] is not None)
+            st = new_state(
+                rec["prob"], rec["log"], rec["opt"], keys[lo:hi], rec["tree"] is not None
+            )
             for s_lo in range(0, cfg.steps, chunk):
                 s_hi = min(cfg.steps, s_lo + chunk)
                 _run_chunk(rec, st, s_lo, s_hi, out[lo:hi])
