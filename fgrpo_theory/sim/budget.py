@@ -47,6 +47,8 @@ CHUNK_SECONDS = 0.5
 #: Working memory a batch of runs may take (state carried between chunks); more runs than fit in
 #: it are simulated in successive batches.
 BATCH_BYTES = 256 * 2**20
+#: Below SimConfig's default log_every, an oversized output is blamed on log_every, else on steps.
+_DEFAULT_LOG_EVERY = 10
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,11 @@ def check_budget(cfg: SimConfig, threads: int = 1, memory: int | None = None) ->
     mem = available_memory() if memory is None else memory
     if mem is not None:
         if est.output_bytes > mem:
-            many_rows = _n_log(cfg) >= cfg.n_runs
-            name, value = ("log_every", cfg.log_every) if many_rows else ("seeds", cfg.seeds)
-            if many_rows and cfg.log_steps is None and cfg.steps // cfg.log_every < 1000:
+            if _n_log(cfg) < cfg.n_runs:
+                name, value = "seeds", cfg.seeds
+            elif cfg.log_steps is None and cfg.log_every < _DEFAULT_LOG_EVERY:
+                name, value = "log_every", cfg.log_every
+            else:
                 name, value = "steps", cfg.steps
             fail(
                 name,

@@ -81,13 +81,8 @@ def _as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     return value.lower()
 
 
-def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
-    """Parse a compact logit spec into a float array of length ``K``.
-
-    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
-    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
-    gives ``K`` equal logits.
-    """
+def _logit_items(spec: str, K: int, name: str = "logits") -> tuple[list[float], list[int]]:
+    """Values and counts of a logit spec, validated (nothing of size K is allocated)."""
     if not isinstance(spec, str) or not spec.strip():
         fail(name, spec, "a spec such as '5.0x1,3.0x9999,0.0x118000'")
     items = [t.strip() for t in spec.split(",")]
@@ -113,14 +108,26 @@ def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
         counts.append(c)
     if sum(counts) != K:
         fail(name, spec, f"a spec whose counts add up to K = {K} (they add up to {sum(counts)})")
+    return vals, counts
+
+
+def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
+    """Parse a compact logit spec into a float array of length ``K``.
+
+    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
+    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
+    gives ``K`` equal logits.
+    """
+    vals, counts = _logit_items(spec, K, name)
     return np.repeat(np.asarray(vals, dtype=float), counts)
 
 
-def _parse_range_items(spec: str, name: str, hi: int) -> np.ndarray:
+def _parse_range_items(spec: str, name: str, hi: int, check_only: bool = False) -> np.ndarray:
     """Sorted unique ints of ``"I"``, ``"A..B"`` (inclusive) or ``"A..B:S"`` items in [0, hi].
 
     The one private parser of integer items in this module (the lead replaces it by the shared
-    grammar module at merge); bounds are checked before anything is materialized.
+    grammar module at merge); bounds are checked before anything is materialized, and
+    ``check_only`` validates without materializing (for K up to 1e8).
     """
     out: list[np.ndarray] = []
     for item in (t.strip() for t in spec.split(",")):
@@ -136,11 +143,13 @@ def _parse_range_items(spec: str, name: str, hi: int) -> np.ndarray:
             fail(name, item, "an index I or a range A..B such as '0..9999'")
         if b < a or step < 1:
             fail(name, item, "a range A..B with A <= B (and a step >= 1)")
-        for v in (a, b):
-            if v < 0 or v > hi:
-                fail(name, v, f"an action index in [0, {hi}] (K = {hi + 1})")
-        out.append(np.arange(a, b + 1, step, dtype=np.int64))
-    return np.unique(np.concatenate(out))
+        if a < 0 or b > hi:  # report the first index out of range
+            fail(
+                name, a if a < 0 else max(a, hi + 1), f"an action index in [0, {hi}] (K = {hi + 1})"
+            )
+        if not check_only:
+            out.append(np.arange(a, b + 1, step, dtype=np.int64))
+    return np.unique(np.concatenate(out)) if out else np.empty(0, np.int64)
 
 
 def parse_index_set(spec: Any, K: int, name: str) -> np.ndarray:
@@ -151,6 +160,13 @@ def parse_index_set(spec: Any, K: int, name: str) -> np.ndarray:
     if not isinstance(spec, str) or not spec.strip():
         fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
     return _parse_range_items(spec, name, K - 1)
+
+
+def _check_index_set(spec: Any, K: int, name: str) -> None:
+    """Validate an index spec like :func:`parse_index_set` without building the index array."""
+    if not isinstance(spec, str) or not spec.strip():
+        fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
+    _parse_range_items(spec, name, K - 1, check_only=True)
 
 
 def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tuple[int, ...]:
@@ -284,11 +300,11 @@ class SimConfig:
         s(self, "K", K)
         if not isinstance(self.logits, str):
             fail("logits", self.logits, "a spec string such as '5.0x1,3.0x9999,0.0x118000'")
-        parse_logits(self.logits, K)
+        _logit_items(self.logits, K)  # validated without allocating K values
         if isinstance(self.correct, bool) or not isinstance(self.correct, str | int | np.integer):
             fail("correct", self.correct, "an index spec such as '0..9999' or a count")
         if isinstance(self.correct, str):
-            parse_index_set(self.correct, K, "correct")
+            _check_index_set(self.correct, K, "correct")
         else:
             s(self, "correct", _as_int("correct", self.correct, 1, K))
         if not isinstance(self.subsets, Mapping):
@@ -297,7 +313,7 @@ class SimConfig:
         for k, v in dict(self.subsets).items():
             if not isinstance(k, str) or not k.isidentifier():
                 fail("subsets", k, "names that are identifiers")
-            parse_index_set(v, K, f"subsets.{k}")
+            _check_index_set(v, K, f"subsets.{k}")
             subs[k] = v
         s(self, "subsets", _FrozenDict(subs))
         s(self, "prompts", _as_int("prompts", self.prompts, 1, MAX_COUNT))
