@@ -39,7 +39,7 @@ simulate(SimConfig(K=20000, logits="1.0x1,0.0x19999", correct=100, N=8, steps=10
                    rule="logprob", optimizer="sgd", backend="sumtree"))
 t4 = time.perf_counter()
 simulate(SimConfig(K=1000, correct=100, N=8, steps=10, seeds=2, rule="linear",
-                   advantage="paper-sim", optimizer="adamw"))
+                   advantage="dr-grpo", optimizer="adamw"))
 t5 = time.perf_counter()
 print(json.dumps(dict(import_pkg=t1 - t0, import_sim=t2 - t1, dense=t3 - t2, tree=t4 - t3,
                       adamw=t5 - t4, numba_loaded_by_package=numba_loaded_by_package)))

@@ -2,7 +2,7 @@
 
 Target (issue 4, Speed): at most 2 minutes on the 2-core machine. The sweep is run once through
 the simulator's own API exactly as a user would (``load_sweep`` of
-``experiments/configs/fig2_paper_linear_adamw.toml``, the issue's speed setting, then
+the preset ``fig2-linear-adamw`` (``fgrpo_theory/sim/presets/``), the issue's speed setting, then
 ``run_sweep`` writing one Parquet file per config into a temporary folder, Numba's default threads
 = all cores); the wall time per config is recorded through ``run_sweep``'s executor hook.
 
@@ -37,7 +37,7 @@ from _common import (
     print_table,
 )
 
-DEFAULT_CONFIG = REPO / "experiments" / "configs" / "fig2_paper_linear_adamw.toml"
+DEFAULT_CONFIG = REPO / "fgrpo_theory" / "sim" / "presets" / "fig2-linear-adamw.toml"
 
 
 def main(argv: list[str] | None = None) -> int:

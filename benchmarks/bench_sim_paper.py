@@ -53,7 +53,7 @@ def sim_config(N: int, steps: int, seeds: int = 1, gamma: float = 0.0):
         seeds=seeds,
         algo="grpo",
         rule="linear",
-        advantage="paper-sim",
+        advantage="dr-grpo",
         gamma=gamma,
         optimizer="adamw",
         lr=LR,

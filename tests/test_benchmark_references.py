@@ -332,7 +332,7 @@ def test_simulator_matches_reference_adam_three_steps(rule, optimizer, wd, gamma
     correct = np.arange(K) < 1
     cfg = sim.SimConfig(
         K=K, logits="0.5x1,0.0x2", correct=1, N=N, steps=steps, seeds=20_000, rule=rule,
-        advantage="paper-sim", gamma=gamma, optimizer=optimizer, lr=lr, weight_decay=wd,
+        advantage="dr-grpo", gamma=gamma, optimizer=optimizer, lr=lr, weight_decay=wd,
         r_correct=1.0, r_incorrect=-1.0, log_steps=(0, 1, 2, 3),
     )  # fmt: skip
     qm, qse, hm, hse = _sim_means(cfg)

@@ -65,10 +65,9 @@ def test_out_file_and_sweep_folder(cli, tmp_path):
     assert r.code == 0 and [f.stat().st_mtime_ns for f in files] == stamps  # resumed
 
 
-def test_config_file_with_overrides(cli, tmp_path):
-    cfg = ROOT / "experiments" / "configs" / "fig2_paper_logprob_adam.toml"
-    r = cli("simulate", "--config", str(cfg), "--N", "16", "--gamma", "0", "--steps", "3",
-            "--seeds", "1", "--format", "json")  # fmt: skip
+def test_preset_with_overrides(cli):
+    r = cli("simulate", "--preset", "fig2-logprob-adam", "--N", "16", "--gamma", "0", "--steps",
+            "3", "--seeds", "1", "--format", "json")  # fmt: skip
     assert r.code == 0, r.err
     (row,) = json.loads(r.out)
     assert (row["K"], row["N"], row["optimizer"], row["rule"]) == (128000, 16, "adam", "logprob")
@@ -117,3 +116,149 @@ def test_repeated_subset_name_and_overflowing_lr_are_user_errors(cli):
     assert r.code == 2 and "--subset must be a NAME given once; got 'a=2'" in r.err
     r = cli(*base, "--optimizer", "adam", "--lr", "1e308")
     assert r.code == 2 and r.err.startswith("Error: lr must be small enough that the logits")
+
+
+def test_config_file_and_rewards_flag(cli, tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('K = 6\nlogits = "0.5x1,0.0x5"\ncorrect = "0"\nsteps = 4\nrewards = [1.0, 0.0]\n')
+    r = cli("simulate", "--config", str(p), "--format", "csv", "--out", str(tmp_path / "a.csv"))
+    assert r.code == 0, r.err
+    a = pd.read_csv(tmp_path / "a.csv")
+    assert (a.r_correct == 1.0).all() and (a.r_incorrect == 0.0).all()
+    r = cli("simulate", "--config", str(p), "--rewards", "2,-1", "--out", str(tmp_path / "b.csv"))
+    assert r.code == 0, r.err
+    b = pd.read_csv(tmp_path / "b.csv")
+    assert (b.r_correct == 2.0).all() and (b.r_incorrect == -1.0).all()
+    r = cli("simulate", "--rewards", "1")
+    assert r.code == 2 and "--rewards must be two values R_c,R_w" in r.err
+    r = cli("simulate", "--preset", "nope")
+    assert r.code == 2 and "--preset must be one of fig2-linear-adamw, fig2-logprob-adam" in r.err
+    r = cli("simulate", "--preset", "fig2-logprob-adam", "--config", str(p))
+    assert r.code == 2 and "--preset must be not given together with --config" in r.err
+
+
+def test_help_shows_every_default_and_the_presets(cli):
+    import re
+
+    r = cli("simulate", "--help")
+    text = " ".join(r.out.replace("│", " ").split())
+    assert "fig2-logprob-adam" in text.replace(" ", "") and "paper-sim" not in text
+    for opt, default in [("--K", "6"), ("--N", "8"), ("--steps", "100"), ("--lr", "0.1"),
+                         ("--rewards", "1,-1"), ("--advantage", "grpo"), ("--seeds", "1"),
+                         ("--log-every", "10"), ("--pass-k", "1"), ("--gamma", "0.0")]:  # fmt: skip
+        m = re.search(re.escape(opt) + r" <.*?\[default: \(?([^)\]]*)\)?\]", text)
+        assert m is not None and m.group(1).replace(" ", "") == default, (opt, m and m.group(1))
+
+
+def test_non_utf8_config_names_option_and_file(cli, tmp_path):
+    p = tmp_path / "latin1.toml"
+    p.write_bytes(b"name = 'caf\xe9'\n")
+    r = cli("simulate", "--config", str(p))
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert r.err.startswith("Error: config must be a UTF-8 text file") and str(p) in r.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--steps", "9223372036854775808"], "steps must be <= 9007199254740992"),
+        (["--steps", "1000000000000", "--log-every", "1"], "log_every must be an output that fits"),
+        (["--seeds", "1000000000", "--steps", "1"], "seeds must be an output that fits in memory"),
+        (["--seeds", "9223372036854775808"], "seeds must be <= 9007199254740992"),
+        (["--pass-k", "1..1000000", "--steps", "5"], "pass_k must be at most 1024 values"),
+        (["--steps", "1000000000000", "--log-every", "1000000000000", "--seeds", "100"],
+         "steps must be a run that can finish"),
+    ],
+)  # fmt: skip
+def test_unbounded_work_refused_before_running(cli, args, message):
+    r = cli("simulate", "--K", "6", *args)
+    assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
+    assert r.err.startswith("Error: ") and message in r.err, r.err
+
+
+def test_huge_toml_refused(cli, tmp_path):
+    p = tmp_path / "huge.toml"
+    p.write_text("K = 100000000\nN = 100000000\nsteps = 1000000000\nseeds = 1000000\n")
+    r = cli("simulate", "--config", str(p))
+    assert r.code == 2 and r.err.count("\n") == 1 and "must be" in r.err, r.err
+    assert any(f"Error: {o} must be" in r.err for o in ("K", "N", "seeds", "steps", "log_every"))
+
+
+def test_budget_names_the_bound():
+    from fgrpo_theory.sim import SimConfig
+    from fgrpo_theory.sim.budget import check_budget, estimate
+
+    cfg = SimConfig(K=1000, N=10, steps=100, seeds=10, log_every=1)  # many rows per run
+    est = estimate(cfg)
+    assert est.rows == 10 * 102  # upper bound: 0..100 and the last step
+    check_budget(cfg, memory=10 * est.output_bytes)
+    with pytest.raises(ValueError, match=r"log_every must be an output that fits in memory"):
+        check_budget(cfg, memory=est.output_bytes // 2)
+    with pytest.raises(ValueError, match=r"K must be runs that fit in memory"):
+        check_budget(cfg.replace(log_every=100), threads=2, memory=est.run_bytes)
+
+
+def test_progress_bar_never_writes_to_stdout(cli, monkeypatch):
+    from fgrpo_theory.cli import simulate as sim_cli
+
+    monkeypatch.setattr(sim_cli, "_BAR_SECONDS", -1.0)  # force the bar
+    r = cli(*SMALL, "--N", "4", "--format", "csv")
+    assert r.code == 0, r.err
+    assert r.out.startswith("name,K,N,") or r.out.startswith("K,N,"), r.out[:80]
+
+
+def test_out_under_file_size_limit_names_the_path(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "big.parquet"
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000));"
+        "from fgrpo_theory.cli import main;"
+        f"sys.exit(main(['simulate', '--K', '6', '--steps', '200', '--seeds', '20', "
+        f"'--log-every', '1', '--out', {str(out)!r}]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("Error: --out must be a writable path") and str(out) in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_is_honoured_within_seconds(tmp_path):
+    """SIGINT during a long single-config run: exit 130 quickly, no output file."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "never.parquet"
+    code = (
+        "import sys; import fgrpo_theory.sim.runner as r;"
+        "orig = r._run_chunk\n"
+        "def tick(*a):\n"
+        "    orig(*a); print('chunk', file=sys.stderr, flush=True)\n"
+        "r._run_chunk = tick\n"
+        "from fgrpo_theory.cli import main\n"
+        "sys.exit(main(['simulate', '--K', '6', '--N', '8', '--steps', '2000000000', "
+        f"'--log-every', '1000000000', '--seeds', '2', '--out', {str(out)!r}]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stderr.readline()  # the first chunk has run (kernels compiled or loaded)
+        assert "chunk" in line, line
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        rest = p.communicate(timeout=60)[1]
+        waited = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, rest
+    assert rest.rstrip().endswith("interrupted")
+    assert waited < 10.0  # chunks are ~0.5 s of work; generous for a loaded CI machine
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ({"K": 1}, "K must be >= 2; got 1"),
         ({"K": 2.5}, "K must be an integer; got 2.5"),
         ({"correct": 0}, "correct must be >= 1; got 0"),
-        ({"correct": ""}, "correct must be a non-empty comma-separated list; got ''"),
+        ({"correct": ""}, "correct must be an index spec such as '0..9999' or '0,3,5'; got ''"),
         ({"correct": "6"}, "correct must be an action index in [0, 5] (K = 6); got 6"),
         ({"N": 0}, "N must be >= 1; got 0"),
         ({"steps": 0}, "steps must be >= 1; got 0"),
@@ -135,18 +136,21 @@ def test_toml_loading(tmp_path):
 @pytest.mark.parametrize(
     ("name", "rule", "optimizer"),
     [
-        ("fig2_paper_logprob_adam", "logprob", "adam"),
-        ("fig2_paper_linear_adamw", "linear", "adamw"),
+        ("fig2-logprob-adam", "logprob", "adam"),
+        ("fig2-linear-adamw", "linear", "adamw"),
     ],
 )
-def test_fig2_configs(name, rule, optimizer):
-    cfgs = load_config(ROOT / "experiments" / "configs" / f"{name}.toml")
+def test_fig2_presets(name, rule, optimizer):
+    from fgrpo_theory.sim.presets import load_preset, preset_names
+
+    assert name in preset_names()
+    cfgs = expand_grid(load_preset(name))
     assert len(cfgs) == 17 * 2
     assert sorted({c.N for c in cfgs}) == [2**j for j in range(1, 18)]
     assert {c.gamma for c in cfgs} == {0.0, 1.0}
     c = cfgs[0]
     assert (c.K, c.steps, c.seeds, c.lr, c.weight_decay) == (128000, 1000, 4, 1e-2, 0.0)
-    assert (c.rule, c.optimizer, c.advantage) == (rule, optimizer, "paper-sim")
+    assert (c.rule, c.optimizer, c.advantage) == (rule, optimizer, "dr-grpo")
     assert (c.r_correct, c.r_incorrect) == (1.0, -1.0)
     z = parse_logits(c.logits, c.K)
     assert (z == 5.0).sum() == 1 and (z == 3.0).sum() == 9999 and (z == 0.0).sum() == 118000
@@ -167,3 +171,72 @@ def test_importing_sim_and_bad_config_do_not_touch_numba():
     assert out.stderr.strip() == (
         "Error: subsets.rare must be an action index in [0, 5] (K = 6); got 6"
     )
+
+
+def test_preset_unknown_name():
+    from fgrpo_theory.sim.presets import load_preset
+
+    with pytest.raises(ValueError, match="preset must be one of fig2-linear-adamw"):
+        load_preset("fig3")
+
+
+def test_building_a_config_does_not_import_the_cli():
+    code = (
+        "import sys; from fgrpo_theory.sim.config import SimConfig, load_sweep; "
+        "SimConfig(K=10, correct='0..3', subsets={'a': '1,5..7'}); "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click') "
+        "or m.startswith('fgrpo_theory.cli')]; print(bad)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_index_sets_hand_checked():
+    assert parse_index_set("0,5,7..9", 10, "correct").tolist() == [0, 5, 7, 8, 9]
+    assert parse_index_set("1..9:4, 0", 10, "correct").tolist() == [0, 1, 5, 9]
+    for bad, msg in [("3..1", "A <= B"), ("x", "index I or a range"), ("0..10", r"\[0, 9\]")]:
+        with pytest.raises(ValueError, match=msg):
+            parse_index_set(bad, 10, "correct")
+
+
+def test_rewards_key_pair_and_sweep(tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_text("K = 6\nrewards = [2.0, 0.5]\n")
+    (c,) = load_config(p)
+    assert (c.r_correct, c.r_incorrect) == (2.0, 0.5)
+    cs = expand_grid({"K": 6, "rewards": [[1.0, -1.0], [1.0, 0.0]], "N": [2, 4]})
+    assert [(c.N, c.r_correct, c.r_incorrect) for c in cs] == [
+        (2, 1.0, -1.0), (2, 1.0, 0.0), (4, 1.0, -1.0), (4, 1.0, 0.0)
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="rewards must be a pair"):
+        expand_grid({"rewards": [1.0]})
+    with pytest.raises(ValueError, match="rewards must be given once"):
+        expand_grid({"rewards": [1.0, 0.0], "r_correct": 2.0})
+
+
+def test_paper_sim_preset_removed():
+    with pytest.raises(ValueError, match="it is now 'dr-grpo'"):
+        SimConfig(advantage="paper-sim")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("steps", 2**63), ("seeds", 2**63), ("prompts", 2**54), ("log_every", 2**60)],
+)
+def test_counts_bounded(field, value):
+    with pytest.raises(ValueError, match=rf"{field} must be <= 9007199254740992"):
+        SimConfig(**{field: value})
+
+
+def test_pass_k_count_bounded():
+    with pytest.raises(ValueError, match="pass_k must be at most 1024 values"):
+        SimConfig(pass_k=list(range(1, 2000)))
+
+
+def test_non_utf8_config_named(tmp_path):
+    p = tmp_path / "latin.toml"
+    p.write_bytes(b"name = 'caf\xe9'\n")
+    with pytest.raises(ValueError, match=r"config must be a UTF-8 text file.*latin.toml|latin"):
+        load_config(p)

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.sim import SimConfig, simulate
+from fgrpo_theory.sim.kernels import new_state
 from fgrpo_theory.sim.keys import run_keys, stream_words
-from fgrpo_theory.sim.runner import _run_kernel, prepare
+from fgrpo_theory.sim.runner import _run_chunk, build_records, prepare
 
 CONFIG_COLS = ["algo", "clip_low", "clip_high", "config_hash", "gamma", "advantage"]
 
@@ -74,7 +75,7 @@ CASES = {
     ),
     "sumtree": dict(
         K=20000, logits="2.0x1,1.0x1999,0.0x18000", correct="0..1999", subsets={"r": "1..1999"},
-        N=16, steps=200, seeds=4, lr=1.0, advantage="paper-sim",
+        N=16, steps=200, seeds=4, lr=1.0, advantage="dr-grpo",
     ),
 }  # fmt: skip
 
@@ -101,11 +102,14 @@ def _run_with_tables(cfg, adv_c, adv_w):
     a = prepare(cfg)
     a["adv_c"], a["adv_w"] = adv_c, adv_w
     out = np.zeros((cfg.n_runs, len(a["log_steps"]), 6))
-    _run_kernel(cfg, a, run_keys(cfg.seed, cfg.n_runs), out)
+    rec = build_records(cfg, a)
+    keys = run_keys(cfg.seed, cfg.n_runs)
+    st = new_state(rec["prob"], rec["log"], rec["opt"], keys, rec["tree"] is not None)
+    _run_chunk(rec, st, 0, cfg.steps, out)
     return out
 
 
-@pytest.mark.parametrize("advantage", ["grpo", "paper-sim", "rloo"])
+@pytest.mark.parametrize("advantage", ["grpo", "dr-grpo", "rloo"])
 def test_focal_gamma_zero_is_vanilla_and_gamma_one_scales_by_one_minus_xhat(advantage):
     """gamma = 0 must use the unweighted advantages exactly (including 0**0 = 1 at X = N)."""
     from fgrpo_theory.advantages import binary_advantages
@@ -179,3 +183,34 @@ def test_prompts_times_seeds():
     assert sorted(set(zip(df.prompt, df.seed_index, strict=True))) == [
         (p, s) for p in range(2) for s in range(3)
     ]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        # dense: Adam, 3 inner updates with clipping, dynamic sampling, subsets, pass@k
+        dict(K=40, correct=3, N=6, steps=23, algo="dapo", optimizer="adamw", lr=0.1,
+             weight_decay=0.01, inner_updates=3, dynamic_sampling=True, subsets={"a": "0..2"},
+             pass_k=[1, 4], log_every=5, seeds=3, backend="dense"),
+        # dense sorted sampler, CISPO, linear surrogate
+        dict(K=50, correct="0..4", N=8, steps=19, algo="cispo", rule="linear",
+             optimizer="adam", lr=0.05, inner_updates=2, gamma=1.0, log_steps=[0, 4, 11, 19],
+             seeds=2, backend="dense", sampler="sorted"),
+        # sum tree with a rebuild every 3 steps and the tabulated exp(dz)
+        dict(K=6, N=8, steps=29, seeds=4, log_every=4, backend="sumtree", renorm_every=3,
+             dynamic_sampling=True, subsets={"t": "1..2"}, advantage="dr-grpo", lr=0.5),
+    ],
+)  # fmt: skip
+def test_chunked_runs_are_bit_identical(kw):
+    """Chunks of steps carry the whole state: any chunk length (boundaries inside log intervals,
+    at logged steps, one step) gives the same numbers as one kernel call, on 1 and 2 threads."""
+    cfg = SimConfig(**kw)
+    ref = simulate(cfg, threads=1, chunk_steps=cfg.steps)
+    for chunk, threads in [(1, 1), (3, 2), (4, 1), (7, 2), (cfg.steps - 1, 1)]:
+        df = simulate(cfg, threads=threads, chunk_steps=chunk)
+        pd.testing.assert_frame_equal(df, ref, check_exact=True)
+    ticks = []
+    simulate(cfg, chunk_steps=5, progress=lambda d, t: ticks.append((d, t)))
+    R = cfg.n_runs
+    assert len(ticks) == -(-cfg.steps // 5) and ticks[-1] == (R, R)
+    assert [d for d, _ in ticks] == sorted(d for d, _ in ticks)

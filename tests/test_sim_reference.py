@@ -150,13 +150,13 @@ CASES = {
     "sgd-logprob-grpo-iid": dict(N=6, lr=0.5, sampler="iid"),
     "sgd-logprob-grpo-sorted": dict(N=6, lr=0.5, sampler="sorted", advantage="grpo-bessel"),
     "adam-linear-papersim": dict(
-        N=8, rule="linear", optimizer="adam", lr=0.05, advantage="paper-sim", sampler="sorted"
+        N=8, rule="linear", optimizer="adam", lr=0.05, advantage="dr-grpo", sampler="sorted"
     ),
     "adamw-linear-wd": dict(
         N=3, rule="linear", optimizer="adamw", lr=0.05, weight_decay=0.3, sampler="iid"
     ),
     "adam-l2-logprob-papersim": dict(
-        N=4, optimizer="adam", lr=0.1, weight_decay=0.2, advantage="paper-sim", sampler="iid"
+        N=4, optimizer="adam", lr=0.1, weight_decay=0.2, advantage="dr-grpo", sampler="iid"
     ),
     "ppo-inner3-clip": dict(
         N=6, lr=2.0, inner_updates=3, clip_low=0.05, clip_high=0.05, sampler="iid"
@@ -167,7 +167,7 @@ CASES = {
     ),
     "cispo-inner3-adam": dict(
         N=4, algo="cispo", optimizer="adam", lr=0.3, inner_updates=3, clip_low=0.1,
-        clip_high=0.1, advantage="paper-sim", sampler="iid",
+        clip_high=0.1, advantage="dr-grpo", sampler="iid",
     ),
     "cispo-inner2-linear-sgd": dict(
         N=4, algo="cispo", rule="linear", lr=20.0, inner_updates=2, clip_low=0.02,

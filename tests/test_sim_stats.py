@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from fgrpo_theory.sim import SimConfig, load_config, simulate
+from fgrpo_theory.sim import SimConfig, expand_grid, simulate
 from fgrpo_theory.tail_miss import active_probability, tail_miss_probability
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,10 +139,12 @@ def test_mean_drift_matches_section_6_first_order():
     assert drift.expected_dp[1] < 0 and sim.mean(axis=0)[1] < -Z * se[1]
 
 
-@pytest.mark.parametrize("name", ["fig2_paper_logprob_adam"])
+@pytest.mark.parametrize("name", ["fig2-logprob-adam"])
 def test_q_pos_rises_for_every_N_on_the_paper_setting(name):
     """theory.md section 10: with the log-prob rule and Adam, Q_pos rises for every N."""
-    cfgs = load_config(ROOT / "experiments" / "configs" / f"{name}.toml")
+    from fgrpo_theory.sim.presets import load_preset
+
+    cfgs = expand_grid(load_preset(name))
     picked = [
         c.replace(steps=20, seeds=2, log_steps=[0, 20])
         for c in cfgs

@@ -7,15 +7,31 @@ from pathlib import Path
 import typer
 
 from .._validate import fail
+from ..sim.config import SimConfig
+from ..sim.presets import preset_names
 from ._app import app
 from ._common import OutputFormat, emit, parse_float_list, parse_int_list
 
 _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
+#: Runs estimated longer than this (seconds) show a progress bar on stderr.
+_BAR_SECONDS = 3.0
+_D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
+
+
+def _dflt(name: str) -> str:
+    v = getattr(_D, name)
+    if isinstance(v, tuple):
+        return ",".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return str(v)
 
 
 def _est_seconds(cfgs: list) -> float:
-    """Rough wall time (single core) used only to decide whether to show a progress bar."""
-    return sum(c.n_runs * c.steps * c.inner_updates * (7e-9 * c.K + 2e-8 * c.N) for c in cfgs)
+    """Estimated single-core seconds of all configs (:func:`fgrpo_theory.sim.budget.estimate`)."""
+    from ..sim.budget import estimate
+
+    return sum(estimate(c).seconds for c in cfgs)
 
 
 def _check_out(out: Path, n_configs: int) -> None:
@@ -44,38 +60,86 @@ def simulate_cmd(
     config: Path | None = typer.Option(
         None, "--config", help="TOML config or sweep (list-valued fields form a grid)."
     ),
-    K: int | None = typer.Option(None, "--K", help="Number of actions."),
+    preset: str | None = typer.Option(
+        None,
+        "--preset",
+        help="A shipped configuration: " + ", ".join(preset_names()) + " (flags override it).",
+    ),
+    K: int | None = typer.Option(None, "--K", help="Number of actions.", show_default=_dflt("K")),
     logits: str | None = typer.Option(
-        None, "--logits", help="Initial logits, e.g. '5.0x1,3.0x9999,0.0x118000' or '0'."
+        None,
+        "--logits",
+        help="Initial logits, e.g. '5.0x1,3.0x9999,0.0x118000'; '0' = all zero.",
+        show_default=_dflt("logits"),
     ),
     correct: str | None = typer.Option(
-        None, "--correct", help="Correct actions, 0-based index spec, e.g. '0..9999'."
+        None,
+        "--correct",
+        help="Correct actions, 0-based index set, e.g. '0..9999'.",
+        show_default="0",
     ),
     subset: list[str] | None = typer.Option(
         None, "--subset", help="Named subset NAME=SPEC (repeatable), e.g. rare=1..9999."
     ),
-    N: str | None = typer.Option(None, "--N", help="Group size(s): 8, '2,8' or '2..131072:x2'."),
-    steps: int | None = typer.Option(None, "--steps", help="Steps per run."),
-    algo: str | None = typer.Option(None, "--algo", help="grpo, dapo or cispo."),
-    rule: str | None = typer.Option(None, "--rule", help="Surrogate: linear or logprob."),
-    advantage: str | None = typer.Option(
-        None, "--advantage", help="Advantage preset: grpo, paper-sim, dr-grpo, rloo, ..."
+    N: str | None = typer.Option(
+        None, "--N", help="Group size(s): 8, '2,8' or '2..131072:x2'.", show_default=_dflt("N")
     ),
-    gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
-    optimizer: str | None = typer.Option(None, "--optimizer", help="sgd, adam or adamw."),
-    lr: float | None = typer.Option(None, "--lr", help="Learning rate."),
-    weight_decay: float | None = typer.Option(None, "--weight-decay", help="Weight decay."),
+    steps: int | None = typer.Option(
+        None, "--steps", help="Steps per run.", show_default=_dflt("steps")
+    ),
+    algo: str | None = typer.Option(
+        None, "--algo", help="grpo, dapo or cispo.", show_default=_dflt("algo")
+    ),
+    rule: str | None = typer.Option(
+        None, "--rule", help="Surrogate: linear or logprob.", show_default=_dflt("rule")
+    ),
+    advantage: str | None = typer.Option(
+        None,
+        "--advantage",
+        help="Advantage preset: grpo, dr-grpo (the paper's simulation), rloo, ...",
+        show_default=_dflt("advantage"),
+    ),
+    rewards: str | None = typer.Option(
+        None,
+        "--rewards",
+        help="Rewards R_c,R_w of correct and incorrect actions.",
+        show_default="1,-1",
+    ),
+    gamma: str | None = typer.Option(
+        None, "--gamma", help="Focal exponent(s), e.g. '0,1'.", show_default=_dflt("gamma")
+    ),
+    optimizer: str | None = typer.Option(
+        None, "--optimizer", help="sgd, adam or adamw.", show_default=_dflt("optimizer")
+    ),
+    lr: float | None = typer.Option(None, "--lr", help="Learning rate.", show_default=_dflt("lr")),
+    weight_decay: float | None = typer.Option(
+        None, "--weight-decay", help="Weight decay.", show_default=_dflt("weight_decay")
+    ),
     inner_updates: int | None = typer.Option(
-        None, "--inner-updates", help="Optimizer steps per sampled group."
+        None,
+        "--inner-updates",
+        help="Optimizer steps per sampled group.",
+        show_default=_dflt("inner_updates"),
     ),
     dynamic_sampling: bool | None = typer.Option(
-        None, "--dynamic-sampling/--no-dynamic-sampling", help="Redraw all-equal groups."
+        None,
+        "--dynamic-sampling/--no-dynamic-sampling",
+        help="Redraw all-equal groups.",
+        show_default=_dflt("dynamic_sampling"),
     ),
-    seeds: int | None = typer.Option(None, "--seeds", help="Seeds per prompt."),
-    seed: int | None = typer.Option(None, "--seed", help="Base seed."),
-    log_every: int | None = typer.Option(None, "--log-every", help="Log every this many steps."),
-    pass_k: str | None = typer.Option(None, "--pass-k", help="k values of pass@k, e.g. '1,256'."),
-    threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
+    seeds: int | None = typer.Option(
+        None, "--seeds", help="Seeds per prompt.", show_default=_dflt("seeds")
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Base seed.", show_default=_dflt("seed")),
+    log_every: int | None = typer.Option(
+        None, "--log-every", help="Log every this many steps.", show_default=_dflt("log_every")
+    ),
+    pass_k: str | None = typer.Option(
+        None, "--pass-k", help="k values of pass@k, e.g. '1,256'.", show_default=_dflt("pass_k")
+    ),
+    threads: int | None = typer.Option(
+        None, "--threads", help="Numba threads.", show_default="all"
+    ),
     scheduler: str = typer.Option(
         "local",
         "--scheduler",
@@ -83,23 +147,36 @@ def simulate_cmd(
         "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Write all rows: .parquet/.csv file, or a folder for a sweep."
+        None,
+        "--out",
+        help="Write all rows: .parquet/.csv file, or a folder for a sweep.",
+        show_default="none",
     ),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="Sweep: skip finished files."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="Summary format."),
-    output: Path | None = typer.Option(None, "--output", help="Write the summary to FILE."),
+    output: Path | None = typer.Option(
+        None, "--output", help="Write the summary to FILE.", show_default="stdout"
+    ),
 ) -> None:
     """Simulate GRPO / DAPO / CISPO (vanilla or focal) on softmax policies.
 
     Prints a summary (last logged step, mean over runs, per config); --out writes every logged
     row. Flags override the file; a list in --N or --gamma (or in the file) makes a sweep.
 
-    Example: fgrpo-theory simulate --config experiments/configs/fig2_paper_logprob_adam.toml
-    --N 2,256 --steps 20 --seeds 1
+    Example: fgrpo-theory simulate --preset fig2-logprob-adam --N 2,256 --steps 20 --seeds 1
     """
     from ..sim.config import expand_grid, load_sweep
 
-    sweep: dict = load_sweep(config) if config is not None else {}
+    if config is not None and preset is not None:
+        fail("--preset", preset, "not given together with --config")
+    if preset is not None:
+        from ..sim.presets import load_preset
+
+        if preset not in preset_names():
+            fail("--preset", preset, "one of " + ", ".join(preset_names()))
+        sweep: dict = load_preset(preset)
+    else:
+        sweep = load_sweep(config) if config is not None else {}
     flags = dict(
         K=K, logits=logits, correct=correct, steps=steps, algo=algo, rule=rule,
         advantage=advantage, optimizer=optimizer, lr=lr, weight_decay=weight_decay,
@@ -113,6 +190,13 @@ def simulate_cmd(
     if gamma is not None:
         vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
         sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
+    if rewards is not None:
+        rw = [float(v) for v in parse_float_list(rewards, "--rewards")]
+        if len(rw) != 2:
+            fail("--rewards", rewards, "two values R_c,R_w such as 1,-1")
+        sweep.pop("r_correct", None)
+        sweep.pop("r_incorrect", None)
+        sweep["rewards"] = rw
     if pass_k is not None:
         sweep["pass_k"] = [int(v) for v in parse_int_list(pass_k, "--pass-k", lo=1)]
     if subset:
@@ -144,45 +228,20 @@ def simulate_cmd(
 
     import pandas as pd
 
-    from ..sim import run_sweep
-    from ..sim.sweep import write_atomic
+    from ..sim.budget import check_budget
 
-    show = _est_seconds(cfgs) > 3.0
-    if spec.kind != "local":
-        from ..distributed import run_sweep_distributed
-
-        folder = out if (out is not None and len(cfgs) > 1) else None
-        df = run_sweep_distributed(
-            cfgs, folder, spec, resume=resume, threads_per_task=threads, progress=show
-        )
-        if out is not None and folder is None:
-            write_atomic(df, out)
-            typer.echo(f"wrote {len(df)} rows to {out}", err=True)
-        elif folder is not None:
-            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
-    elif len(cfgs) == 1:
-        cfg = cfgs[0]
-        if show:
-            from rich.progress import Progress
-
-            from ..sim import simulate
-
-            with Progress(transient=True) as bar:
-                task = bar.add_task("simulating", total=cfg.n_runs)
-                df = simulate(
-                    cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
-                )
-        else:
-            from ..sim import simulate
-
-            df = simulate(cfg, threads=threads)
-        if out is not None:
-            write_atomic(df, out)
-            typer.echo(f"wrote {len(df)} rows to {out}", err=True)
-    else:
-        df = run_sweep(cfgs, out_dir=out, resume=resume, threads=threads, progress=show)
-        if out is not None:
-            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+    for c in cfgs:  # refuse before compiling or allocating anything
+        check_budget(c, 1 if threads is None else threads)
+    show = _est_seconds(cfgs) > _BAR_SECONDS
+    try:
+        df = _run(cfgs, spec, out, resume, threads, show)
+    except KeyboardInterrupt:
+        # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
+        # results are written only after a config completes (atomically), so nothing is half-written
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    except MemoryError:
+        fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
 
     last = df[df["step"] == df["steps"]]
     metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
@@ -195,3 +254,58 @@ def simulate_cmd(
     )
     summary = summary.drop(columns="config_hash")
     emit(pd.DataFrame(summary), fmt, output, title="simulate: last step, mean over runs")
+
+
+def _write(df, out: Path) -> None:
+    from ..sim.sweep import write_atomic
+
+    try:
+        write_atomic(df, out)
+    except OSError as e:
+        fail("--out", str(out), f"a writable path ({e.strerror or e})")
+    typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+
+
+def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, show: bool):
+    """Run the configs locally or on Dask; the progress bar (if any) goes to stderr only."""
+    from ..sim import run_sweep
+
+    if spec.kind != "local":
+        from ..distributed import run_sweep_distributed
+
+        folder = out if (out is not None and len(cfgs) > 1) else None
+        df = run_sweep_distributed(
+            cfgs, folder, spec, resume=resume, threads_per_task=threads, progress=show
+        )
+        if out is not None and folder is None:
+            _write(df, out)
+        elif folder is not None:
+            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+        return df
+    if len(cfgs) == 1:
+        from ..sim import simulate
+
+        cfg = cfgs[0]
+        if show:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            with Progress(console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("simulating", total=cfg.n_runs)
+                df = simulate(
+                    cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
+                )
+        else:
+            df = simulate(cfg, threads=threads)
+        if out is not None:
+            _write(df, out)
+        return df
+    try:
+        df = run_sweep(cfgs, out_dir=out, resume=resume, threads=threads, progress=show)
+    except OSError as e:
+        if out is None:
+            raise
+        fail("--out", str(out), f"a writable folder ({e.strerror or e})")
+    if out is not None:
+        typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+    return df

@@ -53,6 +53,12 @@ CLIP_DEFAULTS = {"grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "cispo": (1.0, 5.0)}
 #: Largest supported action count and group size.
 MAX_K = 100_000_000
 MAX_N = 100_000_000
+#: Largest step, seed and prompt count (2**53: integers stay exact in float64 checks).
+MAX_COUNT = 2**53
+#: Largest number of pass@k values (each is a full output column).
+MAX_PASS_K = 1024
+#: Advantage presets the simulator accepts ("paper-sim" was removed: it is "dr-grpo").
+REMOVED_PRESETS = {"paper-sim": "dr-grpo"}
 
 
 def _as_int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
@@ -75,13 +81,8 @@ def _as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     return value.lower()
 
 
-def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
-    """Parse a compact logit spec into a float array of length ``K``.
-
-    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
-    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
-    gives ``K`` equal logits.
-    """
+def _logit_items(spec: str, K: int, name: str = "logits") -> tuple[list[float], list[int]]:
+    """Values and counts of a logit spec, validated (nothing of size K is allocated)."""
     if not isinstance(spec, str) or not spec.strip():
         fail(name, spec, "a spec such as '5.0x1,3.0x9999,0.0x118000'")
     items = [t.strip() for t in spec.split(",")]
@@ -107,27 +108,65 @@ def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
         counts.append(c)
     if sum(counts) != K:
         fail(name, spec, f"a spec whose counts add up to K = {K} (they add up to {sum(counts)})")
+    return vals, counts
+
+
+def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
+    """Parse a compact logit spec into a float array of length ``K``.
+
+    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
+    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
+    gives ``K`` equal logits.
+    """
+    vals, counts = _logit_items(spec, K, name)
     return np.repeat(np.asarray(vals, dtype=float), counts)
+
+
+def _parse_range_items(spec: str, name: str, hi: int, check_only: bool = False) -> np.ndarray:
+    """Sorted unique ints of ``"I"``, ``"A..B"`` (inclusive) or ``"A..B:S"`` items in [0, hi].
+
+    The one private parser of integer items in this module (the lead replaces it by the shared
+    grammar module at merge); bounds are checked before anything is materialized, and
+    ``check_only`` validates without materializing (for K up to 1e8).
+    """
+    out: list[np.ndarray] = []
+    for item in (t.strip() for t in spec.split(",")):
+        a_s, dots, rest = item.partition("..")
+        b_s, colon, st_s = rest.partition(":")
+        try:
+            a = int(a_s)
+            b = int(b_s) if dots else a
+            step = int(st_s) if colon else 1
+        except ValueError:
+            fail(name, item, "an index I or a range A..B such as '0..9999'")
+        if colon and not dots:
+            fail(name, item, "an index I or a range A..B such as '0..9999'")
+        if b < a or step < 1:
+            fail(name, item, "a range A..B with A <= B (and a step >= 1)")
+        if a < 0 or b > hi:  # report the first index out of range
+            fail(
+                name, a if a < 0 else max(a, hi + 1), f"an action index in [0, {hi}] (K = {hi + 1})"
+            )
+        if not check_only:
+            out.append(np.arange(a, b + 1, step, dtype=np.int64))
+    return np.unique(np.concatenate(out)) if out else np.empty(0, np.int64)
 
 
 def parse_index_set(spec: Any, K: int, name: str) -> np.ndarray:
     """Sorted unique 0-based action indices from ``"0..9999"``, ``"0,3,5"`` or ``"1..99:2"``.
 
-    Ranges are inclusive (the syntax of the CLI's integer lists). Every index must be in
-    ``[0, K-1]``.
+    Ranges are inclusive. Every index must be in ``[0, K-1]``.
     """
-    from ..cli._common import parse_int_list
-
-    if not isinstance(spec, str):
+    if not isinstance(spec, str) or not spec.strip():
         fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
-    try:
-        idx = parse_int_list(spec, name)
-    except ValueError as e:
-        raise ValueError(str(e)) from None
-    bad = (idx < 0) | (idx >= K)
-    if bad.any():
-        fail(name, int(idx[bad][0]), f"an action index in [0, {K - 1}] (K = {K})")
-    return idx
+    return _parse_range_items(spec, name, K - 1)
+
+
+def _check_index_set(spec: Any, K: int, name: str) -> None:
+    """Validate an index spec like :func:`parse_index_set` without building the index array."""
+    if not isinstance(spec, str) or not spec.strip():
+        fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
+    _parse_range_items(spec, name, K - 1, check_only=True)
 
 
 def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tuple[int, ...]:
@@ -171,7 +210,8 @@ class SimConfig:
         ``A * log p(a)`` (policy gradient).
     advantage : str
         Advantage convention, a preset name of :mod:`fgrpo_theory.advantages` ("grpo",
-        "grpo-bessel", "trl", "verl", "openrlhf", "dr-grpo", "rloo", "paper-sim").
+        "grpo-bessel", "trl", "verl", "openrlhf", "dr-grpo", "rloo"). The paper's simulation uses
+        "dr-grpo" (``A = R - mean R``).
     gamma : float
         Focal exponent (P-12), >= 0; 0 is the vanilla algorithm.
     optimizer : {"sgd", "adam", "adamw"}
@@ -194,7 +234,8 @@ class SimConfig:
         Cap on redraws per step, >= 1.
     r_correct, r_incorrect : float
         Rewards of correct and incorrect actions (``r_correct > r_incorrect``); the paper's
-        simulation uses +1 / -1.
+        simulation uses +1 / -1. In a TOML file and on the CLI they are the pair
+        ``rewards = [R_c, R_w]`` / ``--rewards R_c,R_w``.
     seeds : int
         Number of seeds per prompt, >= 1.
     seed : int
@@ -259,11 +300,11 @@ class SimConfig:
         s(self, "K", K)
         if not isinstance(self.logits, str):
             fail("logits", self.logits, "a spec string such as '5.0x1,3.0x9999,0.0x118000'")
-        parse_logits(self.logits, K)
+        _logit_items(self.logits, K)  # validated without allocating K values
         if isinstance(self.correct, bool) or not isinstance(self.correct, str | int | np.integer):
             fail("correct", self.correct, "an index spec such as '0..9999' or a count")
         if isinstance(self.correct, str):
-            parse_index_set(self.correct, K, "correct")
+            _check_index_set(self.correct, K, "correct")
         else:
             s(self, "correct", _as_int("correct", self.correct, 1, K))
         if not isinstance(self.subsets, Mapping):
@@ -272,17 +313,21 @@ class SimConfig:
         for k, v in dict(self.subsets).items():
             if not isinstance(k, str) or not k.isidentifier():
                 fail("subsets", k, "names that are identifiers")
-            parse_index_set(v, K, f"subsets.{k}")
+            _check_index_set(v, K, f"subsets.{k}")
             subs[k] = v
         s(self, "subsets", _FrozenDict(subs))
-        s(self, "prompts", _as_int("prompts", self.prompts, 1))
+        s(self, "prompts", _as_int("prompts", self.prompts, 1, MAX_COUNT))
         s(self, "N", _as_int("N", self.N, 1, MAX_N))
-        s(self, "steps", _as_int("steps", self.steps, 1))
+        s(self, "steps", _as_int("steps", self.steps, 1, MAX_COUNT))
         s(self, "algo", _as_choice("algo", self.algo, ALGOS))
         s(self, "rule", _as_choice("rule", self.rule, RULES))
         from ..advantages import PRESETS
 
-        s(self, "advantage", _as_choice("advantage", self.advantage, PRESETS))
+        if isinstance(self.advantage, str) and self.advantage.lower() in REMOVED_PRESETS:
+            new = REMOVED_PRESETS[self.advantage.lower()]
+            fail("advantage", self.advantage, f"a current preset (it is now {new!r})")
+        presets = [p for p in PRESETS if p not in REMOVED_PRESETS]
+        s(self, "advantage", _as_choice("advantage", self.advantage, presets))
         s(self, "gamma", check_scalar("gamma", self.gamma, lo=0.0))
         s(self, "optimizer", _as_choice("optimizer", self.optimizer, OPTIMIZERS))
         s(self, "lr", check_scalar("lr", self.lr, lo=0.0, lo_open=True))
@@ -305,12 +350,15 @@ class SimConfig:
             fail("r_correct", rc, f"> r_incorrect = {format_value(rw)}")
         s(self, "r_correct", rc)
         s(self, "r_incorrect", rw)
-        s(self, "seeds", _as_int("seeds", self.seeds, 1))
+        s(self, "seeds", _as_int("seeds", self.seeds, 1, MAX_COUNT))
         s(self, "seed", _as_int("seed", self.seed, 0, 2**63 - 1))
-        s(self, "log_every", _as_int("log_every", self.log_every, 1))
+        s(self, "log_every", _as_int("log_every", self.log_every, 1, MAX_COUNT))
         if self.log_steps is not None:
             s(self, "log_steps", _tuple_of_ints("log_steps", self.log_steps, 0, self.steps))
-        s(self, "pass_k", _tuple_of_ints("pass_k", self.pass_k, 1))
+        pk = self.pass_k
+        if isinstance(pk, list | tuple | np.ndarray) and len(pk) > MAX_PASS_K:
+            fail("pass_k", f"{len(pk)} values", f"at most {MAX_PASS_K} values")
+        s(self, "pass_k", _tuple_of_ints("pass_k", pk, 1, MAX_COUNT))
         s(self, "backend", _as_choice("backend", self.backend, BACKENDS))
         s(self, "sampler", _as_choice("sampler", self.sampler, SAMPLERS))
         s(self, "renorm_every", _as_int("renorm_every", self.renorm_every, 1))
@@ -391,7 +439,7 @@ class _FrozenDict(dict):
         return (_FrozenDict, (dict(self),))
 
 
-_FIELDS = {f.name for f in dataclasses.fields(SimConfig)}
+_FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
 _LIST_FIELDS = {"log_steps", "pass_k"}  # a plain list is the value; a list of lists is a sweep
 
 
@@ -418,6 +466,7 @@ def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> l
                 fail("sweep", c, "a SimConfig")
         return out
     _check_keys(sweep, "sweep field")
+    sweep = _split_rewards(sweep)
     names, axes = [], []
     for f in dataclasses.fields(SimConfig):
         if f.name not in sweep:
@@ -435,7 +484,37 @@ def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> l
         else:
             names.append(f.name)
             axes.append([v])
-    return [SimConfig(**dict(zip(names, combo, strict=True))) for combo in itertools.product(*axes)]
+    if "_rewards" in sweep:  # a list of reward pairs: one axis, unpacked per config
+        names.append("_rewards")
+        axes.append(list(sweep["_rewards"]))
+    out = []
+    for combo in itertools.product(*axes):
+        kw = dict(zip(names, combo, strict=True))
+        if "_rewards" in kw:
+            kw["r_correct"], kw["r_incorrect"] = kw.pop("_rewards")
+        out.append(SimConfig(**kw))
+    return out
+
+
+def _reward_pair(v: Any) -> tuple[Any, Any]:
+    if not isinstance(v, list | tuple) or len(v) != 2:
+        fail("rewards", v, "a pair [R_c, R_w] such as [1.0, -1.0]")
+    return v[0], v[1]
+
+
+def _split_rewards(sweep: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn the ``rewards = [R_c, R_w]`` key (or a list of pairs, a sweep) into the two fields."""
+    d = dict(sweep)
+    if "rewards" not in d:
+        return d
+    v = d.pop("rewards")
+    if "r_correct" in d or "r_incorrect" in d:
+        fail("rewards", v, "given once (not together with r_correct / r_incorrect)")
+    if isinstance(v, list | tuple) and v and all(isinstance(x, list | tuple) for x in v):
+        d["_rewards"] = [_reward_pair(x) for x in v]
+    else:
+        d["r_correct"], d["r_incorrect"] = _reward_pair(v)
+    return d
 
 
 def load_sweep(path: str | Path) -> dict[str, Any]:
@@ -448,6 +527,8 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as e:
         fail("config", str(path), f"valid TOML ({' '.join(str(e).split())})")
+    except UnicodeDecodeError as e:
+        fail("config", str(path), f"a UTF-8 text file (byte {e.start} is not UTF-8)")
     _check_keys(data, f"config key in {p.name}")
     return data
 

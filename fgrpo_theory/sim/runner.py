@@ -130,10 +130,46 @@ def prepare(cfg: SimConfig) -> dict:
     )
 
 
-def _run_kernel(cfg: SimConfig, a: dict, keys: np.ndarray, out: np.ndarray) -> None:
+def build_records(cfg: SimConfig, a: dict) -> dict:
+    """The kernels' parameter records for ``cfg``, each built once, field by field, by name."""
     from . import kernels as kn
 
-    if a["backend"] == "sumtree":
+    prob = kn.Problem(
+        z0=a["z0"],
+        correct=a["correct"],
+        p0=a["p0"],
+        sum_p0c=float(a["sum_p0c"]),
+        adv_c=a["adv_c"],
+        adv_w=a["adv_w"],
+    )
+    log = kn.Logging(log_steps=a["log_steps"], submask=a["submask"])
+    tree = a["backend"] == "sumtree"
+    if tree:
+        sampler = kn.SAMPLER_TREE
+    else:
+        sampler = kn.SAMPLER_IID if a["sampler"] == "iid" else kn.SAMPLER_SORTED
+    alg = kn.Algorithm(
+        N=int(cfg.N),
+        rule=kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB,
+        algo=kn.ALGO_CISPO if cfg.algo == "cispo" else kn.ALGO_PPO,
+        inner=int(cfg.inner_updates),
+        clip_lo=float(a["clip_lo"]),
+        clip_hi=float(a["clip_hi"]),
+        dyn=bool(cfg.dynamic_sampling),
+        max_res=int(cfg.max_resamples),
+        sampler=sampler,
+        zero_sum=bool(a["zero_sum"]),
+    )
+    opt = kn.Optimizer(
+        kind={"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer],
+        lr=float(cfg.lr),
+        wd=float(cfg.weight_decay),
+        b1=float(cfg.beta1),
+        b2=float(cfg.beta2),
+        eps=float(cfg.adam_eps),
+    )
+    rec = dict(prob=prob, log=log, alg=alg, opt=opt, tree=None)
+    if tree:
         if cfg.N <= ETAB_MAX_N:  # exp(lr n A(X) / N) for X, n = 0..N, same arithmetic as the kernel
             n = np.arange(cfg.N + 1)[None, :]
             inv_n = 1.0 / cfg.N
@@ -141,28 +177,26 @@ def _run_kernel(cfg: SimConfig, a: dict, keys: np.ndarray, out: np.ndarray) -> N
             etab_w = np.exp(cfg.lr * ((n * a["adv_w"][:, None]) * inv_n))
         else:
             etab_c = etab_w = np.ones((1, 1))
-        kn.tree_batch(
-            a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
-            keys, cfg.N, cfg.steps, a["log_steps"], cfg.lr, cfg.dynamic_sampling,
-            cfg.max_resamples, cfg.renorm_every, etab_c, etab_w, out,
-        )  # fmt: skip
-        return
-    rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
-    algo = kn.ALGO_CISPO if cfg.algo == "cispo" else kn.ALGO_PPO
-    opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
-    sampler = kn.SAMPLER_IID if a["sampler"] == "iid" else kn.SAMPLER_SORTED
-    kn.dense_batch(
-        a["z0"], a["correct"], a["submask"], a["p0"], a["sum_p0c"], a["adv_c"], a["adv_w"],
-        keys, cfg.N, cfg.steps, a["log_steps"], rule, algo, opt, cfg.lr, cfg.weight_decay,
-        cfg.beta1, cfg.beta2, cfg.adam_eps, cfg.inner_updates, a["clip_lo"], a["clip_hi"],
-        cfg.dynamic_sampling, cfg.max_resamples, sampler, a["zero_sum"], out,
-    )  # fmt: skip
+        rec["tree"] = kn.Tree(renorm_every=int(cfg.renorm_every), etab_c=etab_c, etab_w=etab_w)
+    return rec
+
+
+def _run_chunk(rec: dict, st, step_lo: int, step_hi: int, out: np.ndarray) -> None:
+    """Advance the runs of ``st`` from step ``step_lo`` to ``step_hi`` (state carried in ``st``)."""
+    from . import kernels as kn
+
+    p, lg, al, op = rec["prob"], rec["log"], rec["alg"], rec["opt"]
+    if rec["tree"] is not None:
+        kn.tree_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out)
+    else:
+        kn.dense_batch(p, lg, al, op, st, step_lo, step_hi, out)
 
 
 def simulate(
     config: SimConfig,
     threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    chunk_steps: int | None = None,
 ) -> pd.DataFrame:
     """Simulate every run (prompt x seed) of ``config``; long-format DataFrame.
 
@@ -174,7 +208,12 @@ def simulate(
         Numba threads for the parallel loop over runs (default: Numba's current setting). Results
         are bit-identical for any value.
     progress : callable, optional
-        Called as ``progress(runs_done, runs_total)`` after each batch of runs.
+        Called as ``progress(runs_done, runs_total)`` after each chunk of steps (``runs_done``
+        counts finished fractions of runs, rounded down).
+    chunk_steps : int, optional
+        Steps per kernel call (default: about half a second of work, see
+        :func:`.budget.plan_chunks`). Results are bit-identical for any value; Ctrl-C is
+        honoured between chunks.
 
     Returns
     -------
@@ -199,7 +238,12 @@ def simulate(
 
         fail("config", config, "a SimConfig")
     cfg = config
+    from .budget import check_budget
+
+    nt0 = numba.get_num_threads() if threads is None else max(1, int(threads))
+    check_budget(cfg, nt0)  # refuse before allocating anything
     a = prepare(cfg)
+    rec = build_records(cfg, a)
     R = cfg.n_runs
     keys = run_keys(cfg.seed, R)
     n_sub = len(a["subset_names"])
@@ -214,15 +258,24 @@ def simulate(
             fail("threads", threads, ">= 1")
         numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
-        # batches of runs so a progress callback can report; batch boundaries never change
-        # results because runs are independent
-        work = cfg.steps * (cfg.K + cfg.N) * cfg.inner_updates
-        batch = R if progress is None else max(nt, min(R, int(2e9 // max(work, 1)) or nt))
+        from .budget import plan_chunks
+        from .kernels import new_state
+
+        # Runs are independent, and a chunk of steps carries every piece of a run's state
+        # (logits, moments, random stream, counters, tree) to the next, so neither the batches
+        # of runs nor the chunks of steps change any number. Chunks bound the time between
+        # returns to Python, where Ctrl-C (KeyboardInterrupt) and progress are handled.
+        batch, chunk = plan_chunks(cfg, nt, chunk_steps)
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
-            _run_kernel(cfg, a, keys[lo:hi], out[lo:hi])
-            if progress is not None:
-                progress(hi, R)
+            st = new_state(
+                rec["prob"], rec["log"], rec["opt"], keys[lo:hi], rec["tree"] is not None
+            )
+            for s_lo in range(0, cfg.steps, chunk):
+                s_hi = min(cfg.steps, s_lo + chunk)
+                _run_chunk(rec, st, s_lo, s_hi, out[lo:hi])
+                if progress is not None:
+                    progress(lo + ((hi - lo) * s_hi) // cfg.steps, R)
     finally:
         if threads is not None:
             numba.set_num_threads(old_threads)
