@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Fig. 2 sweep: {args.config.name}, {len(configs)} configs x {configs[0].seeds} seeds x "
         f"{steps} steps, {numba.get_num_threads()} Numba threads"
     )
-    simulate(configs[0].replace(steps=2, N=2, K=1000, logits="0", correct=10, subsets={}))
+    simulate(configs[0].replace(steps=2, N=2, K=1000, logits=None, correct=10, subsets={}))
 
     per_config: list[tuple[int, float, float]] = []
 

@@ -3,7 +3,8 @@
 - logit spec: comma-separated items ``VALUE`` or ``VALUExCOUNT`` (``"5.0x1,3.0x9999,0.0x118000"``;
   ``"0"`` is ONE action with logit 0, ``"0x6"`` is six), or a path to a ``.npy`` / ``.csv`` /
   ``.txt`` file holding a 1-D array of logits;
-- index set: comma-separated items ``I`` or ``A..B`` (inclusive), 0-based (``"0,5,7..9"``);
+- index set: comma-separated items ``I``, ``A..B`` (inclusive) or ``A..B:S`` (step), 0-based
+  (``"0,5,7..9"``);
 - integer range list: items ``I``, ``A..B``, ``A..B:S`` (step S) or ``A..B:xF`` (geometric);
 - float list: comma-separated finite numbers; reward pair: two of them, ``R_c,R_w``;
 - group spec: items ``ACTION`` or ``ACTIONxCOUNT`` (``"0x3,17"``).
@@ -27,7 +28,10 @@ __all__ = [
     "MAX_ACTIONS",
     "MAX_LIST_LENGTH",
     "parse_logits",
+    "logit_items",
+    "is_logit_file",
     "parse_index_set",
+    "index_ranges",
     "parse_int_list",
     "parse_float_list",
     "parse_group",
@@ -102,10 +106,30 @@ def parse_logits(
     >>> parse_logits("0").tolist()
     [0.0]
     """
+    if is_logit_file(spec):
+        return _load_logits(Path(spec.strip()), name, max_actions)
+    values, counts = logit_items(spec, name=name, max_actions=max_actions)
+    return np.repeat(np.asarray(values, dtype=np.float64), counts)
+
+
+def is_logit_file(spec: object) -> bool:
+    """Whether a logit spec names a file (it ends in ``.npy``, ``.csv`` or ``.txt``)."""
+    return isinstance(spec, str) and spec.strip().lower().endswith(_FILE_SUFFIXES)
+
+
+def logit_items(
+    spec: str, *, name: str = "--logits", max_actions: int = MAX_ACTIONS
+) -> tuple[list[float], list[int]]:
+    """Values and counts of a literal logit spec, validated without expanding it.
+
+    The grammar of :func:`parse_logits` without files: ``"5.0x1,3.0x9999"`` gives
+    ``([5.0, 3.0], [1, 9999])``. Lets a caller check the number of actions of a spec of 10**8
+    actions without allocating them.
+    """
     if not isinstance(spec, str):
         fail(name, spec, "a string: " + _LOGIT_GRAMMAR)
-    if spec.strip().lower().endswith(_FILE_SUFFIXES):
-        return _load_logits(Path(spec.strip()), name, max_actions)
+    if is_logit_file(spec):
+        fail(name, spec, "a literal spec here (VALUE or VALUExCOUNT items), not a file")
     values: list[float] = []
     counts: list[int] = []
     total = 0
@@ -126,7 +150,7 @@ def parse_logits(
             fail(name, item, f"a spec of at most {max_actions} actions in total")
         values.append(value)
         counts.append(count)
-    return np.repeat(np.asarray(values, dtype=np.float64), counts)
+    return values, counts
 
 
 def _check_logit_array(arr: np.ndarray, name: str, path: Path) -> np.ndarray:
@@ -207,31 +231,33 @@ def _load_npy(path: Path, name: str, max_actions: int) -> np.ndarray:
 
 # --- index sets -----------------------------------------------------------------------------------
 
-_INDEX_GRAMMAR = "0-based indices I or inclusive ranges A..B, comma-separated (e.g. 0,5,7..9)"
+_INDEX_GRAMMAR = (
+    "0-based indices I, inclusive ranges A..B or A..B:S (step S), comma-separated (e.g. 0,5,7..9)"
+)
 
 
-def parse_index_set(spec: str, size: int | None = None, *, name: str) -> np.ndarray:
-    """Parse an index set such as ``"0..9999"`` or ``"0,5,7..9"`` into sorted unique int64.
+def index_ranges(spec: str, size: int | None = None, *, name: str) -> list[tuple[int, int, int]]:
+    """The ``(start, stop, step)`` items of an index set, validated without expanding them.
 
-    Each index must be >= 0 and, when ``size`` is given, < ``size``. At most ``size`` (or
-    :data:`MAX_ACTIONS`) indices are expanded; larger ranges are refused before expanding.
-
-    Examples
-    --------
-    >>> parse_index_set("7..9,0,5,5", 10, name="--correct").tolist()
-    [0, 5, 7, 8, 9]
+    Items are ``I``, ``A..B`` (inclusive) or ``A..B:S`` (every S-th index from A). ``stop`` is
+    inclusive. Bounds as in :func:`parse_index_set`.
     """
     bound = MAX_ACTIONS if size is None else int(size)
-    pieces: list[np.ndarray] = []
+    out: list[tuple[int, int, int]] = []
     total = 0
     for item in _items(spec, name, _INDEX_GRAMMAR):
-        m = _PLAIN_RANGE.match(item)
+        m = _RANGE.match(item)
+        step = 1
         if m is None:
             if ".." in item:
-                fail(name, item, "a range A..B with integers 0 <= A <= B")
+                fail(name, item, "a range A..B or A..B:S with integers 0 <= A <= B")
             a = b = _int(item, name, item, "an integer index or a range A..B")
         else:
             a, b = int(m.group(1)), int(m.group(2))
+            if m.group(3) or m.group(4) is not None:
+                if m.group(3) or not _INT_RE.fullmatch(m.group(4)) or int(m.group(4)) < 1:
+                    fail(name, item, "a range A..B:S with an integer step S >= 1")
+                step = int(m.group(4))
             if b < a:
                 fail(name, item, "a range A..B with A <= B")
         if a < 0:
@@ -240,10 +266,30 @@ def parse_index_set(spec: str, size: int | None = None, *, name: str) -> np.ndar
             fail(name, item, f"indices <= 2**53 = {MAX_EXACT_INT}")
         if size is not None and b >= size:
             fail(name, item, f"indices in [0, {size - 1}] (size {size})")
-        total += b - a + 1
+        total += (b - a) // step + 1
         if total > bound:
             fail(name, item, f"a set of at most {bound} indices")
-        pieces.append(np.arange(a, b + 1, dtype=np.int64))
+        out.append((a, b, step))
+    return out
+
+
+def parse_index_set(spec: str, size: int | None = None, *, name: str) -> np.ndarray:
+    """Parse an index set such as ``"0..9999"``, ``"0,5,7..9"`` or ``"1..99:2"`` into int64.
+
+    The result is sorted and unique. Each index must be >= 0 and, when ``size`` is given,
+    < ``size``. At most ``size`` (or :data:`MAX_ACTIONS`) indices are expanded; larger sets are
+    refused before expanding.
+
+    Examples
+    --------
+    >>> parse_index_set("7..9,0,5,5", 10, name="--correct").tolist()
+    [0, 5, 7, 8, 9]
+    >>> parse_index_set("1..9:4", 10, name="--correct").tolist()
+    [1, 5, 9]
+    """
+    pieces = [
+        np.arange(a, b + 1, st, dtype=np.int64) for a, b, st in index_ranges(spec, size, name=name)
+    ]
     return np.unique(np.concatenate(pieces))
 
 

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
         ({"K": 1}, "K must be >= 2; got 1"),
         ({"K": 2.5}, "K must be an integer; got 2.5"),
         ({"correct": 0}, "correct must be >= 1; got 0"),
-        ({"correct": ""}, "correct must be an index spec such as '0..9999' or '0,3,5'; got ''"),
-        ({"correct": "6"}, "correct must be an action index in [0, 5] (K = 6); got 6"),
+        ({"correct": ""}, "correct must be a non-empty comma-separated list; got ''"),
+        ({"correct": "6"}, "correct must be indices in [0, 5] (size 6); got '6'"),
         ({"N": 0}, "N must be >= 1; got 0"),
         ({"steps": 0}, "steps must be >= 1; got 0"),
         ({"lr": 0.0}, "lr must be > 0.0; got 0.0"),
@@ -35,15 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
         ({"advantage": "ppo"}, "advantage must be one of"),
         (
             {"subsets": {"rare": "1..6"}},
-            "subsets.rare must be an action index in [0, 5] (K = 6); got 6",
+            "subsets.rare must be indices in [0, 5] (size 6); got '1..6'",
         ),
         (
             {"subsets": {"rare": "7"}},
-            "subsets.rare must be an action index in [0, 5] (K = 6); got 7",
+            "subsets.rare must be indices in [0, 5] (size 6); got '7'",
         ),
         ({"subsets": {"bad name": "1"}}, "subsets must be names that are identifiers"),
-        ({"logits": "1.0x3,0x2"}, "logits must be a spec whose counts add up to K = 6"),
-        ({"logits": "ax2"}, "logits must be an item VALUExCOUNT"),
+        ({"logits": "1.0x3,0x2"}, "logits must be a spec of K = 6 actions (its counts add up to 5)"),
+        ({"logits": "ax2"}, "logits must be VALUE or VALUExCOUNT with a number VALUE"),
         ({"gamma": -0.5}, "gamma must be >= 0.0; got -0.5"),
         ({"r_correct": -1.0}, "r_correct must be > r_incorrect = -1.0; got -1.0"),
         ({"seeds": 0}, "seeds must be >= 1; got 0"),
@@ -73,7 +73,10 @@ def test_defaults_and_clip_defaults_per_algo():
 def test_parse_logits_and_indices():
     z = parse_logits("5.0x1,3.0x2,0.0x3", 6)
     np.testing.assert_array_equal(z, [5, 3, 3, 0, 0, 0])
-    np.testing.assert_array_equal(parse_logits("0.5", 4), [0.5] * 4)
+    np.testing.assert_array_equal(parse_logits("0.5x4", 4), [0.5] * 4)
+    np.testing.assert_array_equal(parse_logits(None, 3), [0.0] * 3)
+    with pytest.raises(ValueError, match="K = 4 actions"):
+        parse_logits("0.5", 4)  # one grammar: "0.5" is ONE action
     np.testing.assert_array_equal(parse_index_set("1..3,5", 6, "x"), [1, 2, 3, 5])
 
 
@@ -169,7 +172,7 @@ def test_importing_sim_and_bad_config_do_not_touch_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["2", "False"]
     assert out.stderr.strip() == (
-        "Error: subsets.rare must be an action index in [0, 5] (K = 6); got 6"
+        "Error: subsets.rare must be indices in [0, 5] (size 6); got '0..9'"
     )
 
 
@@ -196,7 +199,7 @@ def test_building_a_config_does_not_import_the_cli():
 def test_index_sets_hand_checked():
     assert parse_index_set("0,5,7..9", 10, "correct").tolist() == [0, 5, 7, 8, 9]
     assert parse_index_set("1..9:4, 0", 10, "correct").tolist() == [0, 1, 5, 9]
-    for bad, msg in [("3..1", "A <= B"), ("x", "index I or a range"), ("0..10", r"\[0, 9\]")]:
+    for bad, msg in [("3..1", "A <= B"), ("x", "integer index or a range"), ("0..10", r"\[0, 9\]")]:
         with pytest.raises(ValueError, match=msg):
             parse_index_set(bad, 10, "correct")
 

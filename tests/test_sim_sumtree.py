@@ -56,7 +56,7 @@ def test_auto_backend_selection():
     assert prepare(big.replace(optimizer="adam"))["backend"] == "dense"
     assert prepare(big.replace(rule="linear"))["backend"] == "dense"
     assert prepare(big.replace(inner_updates=2))["backend"] == "dense"
-    small = big.replace(K=6, logits="0", correct=1, subsets={})
+    small = big.replace(K=6, logits=None, correct=1, subsets={})
     assert prepare(small)["backend"] == "sumtree"  # cheaper than dense even at K = 6
     mid = small.replace(K=1000, N=100_000)
     assert prepare(mid)["backend"] == "dense"  # N log2 K = 1e6 > 4 (N + K)

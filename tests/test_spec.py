@@ -99,11 +99,13 @@ def test_parse_index_set():
     assert parse_index_set("7..9,0,5,5", 10, name="--correct").tolist() == [0, 5, 7, 8, 9]
     assert parse_index_set("0..9999", name="--correct").size == 10_000
     assert parse_index_set("3", name="--correct").dtype == np.int64
+    assert parse_index_set("1..9:4,0", 10, name="--correct").tolist() == [0, 1, 5, 9]
     for bad, frag in [
         ("0..10", "in [0, 9]"),
         ("-1", ">= 0"),
         ("5..2", "A <= B"),
-        ("1..2:3", "A..B"),
+        ("1..2:0", "step S >= 1"),
+        ("1..2:x2", "step S >= 1"),
         ("a", "'a'"),
         ("", "non-empty"),
     ]:

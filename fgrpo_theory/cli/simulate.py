@@ -69,7 +69,8 @@ def simulate_cmd(
     logits: str | None = typer.Option(
         None,
         "--logits",
-        help="Initial logits, e.g. '5.0x1,3.0x9999,0.0x118000'; '0' = all zero.",
+        help="Initial logits of K actions, e.g. '5.0x1,3.0x9999,0.0x118000', or a .npy/.csv file; "
+        "none = uniform.",
         show_default=_dflt("logits"),
     ),
     correct: str | None = typer.Option(

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _spec
 from .._validate import check_scalar, fail, format_value
 
 __all__ = [
@@ -81,92 +82,48 @@ def _as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     return value.lower()
 
 
-def _logit_items(spec: str, K: int, name: str = "logits") -> tuple[list[float], list[int]]:
-    """Values and counts of a logit spec, validated (nothing of size K is allocated)."""
-    if not isinstance(spec, str) or not spec.strip():
-        fail(name, spec, "a spec such as '5.0x1,3.0x9999,0.0x118000'")
-    items = [t.strip() for t in spec.split(",")]
-    vals: list[float] = []
-    counts: list[int] = []
-    for item in items:
-        if "x" in item:
-            v_s, _, c_s = item.partition("x")
-        elif len(items) == 1:
-            v_s, c_s = item, str(K)
-        else:
-            fail(name, item, "an item VALUExCOUNT such as 3.0x9999")
-        try:
-            v = float(v_s)
-            c = int(c_s)
-        except ValueError:
-            fail(name, item, "an item VALUExCOUNT such as 3.0x9999")
-        if not np.isfinite(v):
-            fail(name, item, "finite logit values")
-        if c < 1:
-            fail(name, item, "an item with a count >= 1")
-        vals.append(v)
-        counts.append(c)
+def parse_logits(spec: str | None, K: int, name: str = "logits") -> np.ndarray:
+    """The initial logits of a config as a float array of length ``K``.
+
+    ``spec`` uses the toolkit's one logit grammar (:func:`fgrpo_theory._spec.parse_logits`):
+    ``"5.0x1,3.0x9999,0.0x118000"`` is one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0,
+    or a path to a ``.npy`` / ``.csv`` / ``.txt`` file. It must describe exactly ``K`` actions;
+    ``None`` is ``K`` zero logits (the uniform policy).
+    """
+    if spec is None:
+        return np.zeros(K)
+    z = _spec.parse_logits(spec, name=name, max_actions=MAX_K)
+    if z.size != K:
+        fail(name, spec, f"a spec of K = {K} actions (it has {z.size})")
+    return z
+
+
+def _check_logits(spec: Any, K: int, name: str = "logits") -> None:
+    """Validate a logit spec for ``K`` actions without expanding it (files are read)."""
+    if spec is None:
+        return
+    if not isinstance(spec, str):
+        fail(name, spec, "a spec string such as '5.0x1,3.0x9999,0.0x118000'")
+    if _spec.is_logit_file(spec):
+        parse_logits(spec, K, name)
+        return
+    _, counts = _spec.logit_items(spec, name=name, max_actions=MAX_K)
     if sum(counts) != K:
-        fail(name, spec, f"a spec whose counts add up to K = {K} (they add up to {sum(counts)})")
-    return vals, counts
-
-
-def parse_logits(spec: str, K: int, name: str = "logits") -> np.ndarray:
-    """Parse a compact logit spec into a float array of length ``K``.
-
-    ``"5.0x1,3.0x9999,0.0x118000"`` means one action at 5.0, then 9,999 at 3.0, then 118,000 at 0.0
-    (in this order); the counts must add up to ``K``. A single value without a count (``"0"``)
-    gives ``K`` equal logits.
-    """
-    vals, counts = _logit_items(spec, K, name)
-    return np.repeat(np.asarray(vals, dtype=float), counts)
-
-
-def _parse_range_items(spec: str, name: str, hi: int, check_only: bool = False) -> np.ndarray:
-    """Sorted unique ints of ``"I"``, ``"A..B"`` (inclusive) or ``"A..B:S"`` items in [0, hi].
-
-    The one private parser of integer items in this module (the lead replaces it by the shared
-    grammar module at merge); bounds are checked before anything is materialized, and
-    ``check_only`` validates without materializing (for K up to 1e8).
-    """
-    out: list[np.ndarray] = []
-    for item in (t.strip() for t in spec.split(",")):
-        a_s, dots, rest = item.partition("..")
-        b_s, colon, st_s = rest.partition(":")
-        try:
-            a = int(a_s)
-            b = int(b_s) if dots else a
-            step = int(st_s) if colon else 1
-        except ValueError:
-            fail(name, item, "an index I or a range A..B such as '0..9999'")
-        if colon and not dots:
-            fail(name, item, "an index I or a range A..B such as '0..9999'")
-        if b < a or step < 1:
-            fail(name, item, "a range A..B with A <= B (and a step >= 1)")
-        if a < 0 or b > hi:  # report the first index out of range
-            fail(
-                name, a if a < 0 else max(a, hi + 1), f"an action index in [0, {hi}] (K = {hi + 1})"
-            )
-        if not check_only:
-            out.append(np.arange(a, b + 1, step, dtype=np.int64))
-    return np.unique(np.concatenate(out)) if out else np.empty(0, np.int64)
+        fail(name, spec, f"a spec of K = {K} actions (its counts add up to {sum(counts)})")
 
 
 def parse_index_set(spec: Any, K: int, name: str) -> np.ndarray:
     """Sorted unique 0-based action indices from ``"0..9999"``, ``"0,3,5"`` or ``"1..99:2"``.
 
-    Ranges are inclusive. Every index must be in ``[0, K-1]``.
+    The toolkit's one index-set grammar (:func:`fgrpo_theory._spec.parse_index_set`); ranges are
+    inclusive and every index must be in ``[0, K-1]``.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
-    return _parse_range_items(spec, name, K - 1)
+    return _spec.parse_index_set(spec, K, name=name)
 
 
 def _check_index_set(spec: Any, K: int, name: str) -> None:
     """Validate an index spec like :func:`parse_index_set` without building the index array."""
-    if not isinstance(spec, str) or not spec.strip():
-        fail(name, spec, "an index spec such as '0..9999' or '0,3,5'")
-    _parse_range_items(spec, name, K - 1, check_only=True)
+    _spec.index_ranges(spec, K, name=name)
 
 
 def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tuple[int, ...]:
@@ -186,9 +143,11 @@ class SimConfig:
     ----------
     K : int
         Number of actions (outcomes) of each prompt's softmax policy, >= 2.
-    logits : str
-        Initial logits, a compact spec (see :func:`parse_logits`): ``"0"`` = uniform,
-        ``"5.0x1,3.0x9999,0.0x118000"`` = the paper's Fig. 2 start.
+    logits : str or None
+        Initial logits, a logit spec of exactly ``K`` actions (see :func:`parse_logits`):
+        ``"5.0x1,3.0x9999,0.0x118000"`` = the paper's Fig. 2 start, ``"0x6"`` = six zeros, or a
+        ``.npy`` / ``.csv`` / ``.txt`` file (its content enters :func:`config_hash`). ``None``
+        (the default) = the uniform policy.
     correct : str or int
         Correct set: a 0-based index spec (``"0..9999"``, ``"0,3"``) or an int = the number of
         leading actions that are correct. Must be non-empty.
@@ -261,7 +220,7 @@ class SimConfig:
     """
 
     K: int = 6
-    logits: str = "0"
+    logits: str | None = None
     correct: str | int = 1
     subsets: Mapping[str, str] = field(default_factory=dict)
     prompts: int = 1
@@ -298,9 +257,7 @@ class SimConfig:
         s = object.__setattr__
         K = _as_int("K", self.K, 2, MAX_K)
         s(self, "K", K)
-        if not isinstance(self.logits, str):
-            fail("logits", self.logits, "a spec string such as '5.0x1,3.0x9999,0.0x118000'")
-        _logit_items(self.logits, K)  # validated without allocating K values
+        _check_logits(self.logits, K)  # literal specs are validated without allocating K values
         if isinstance(self.correct, bool) or not isinstance(self.correct, str | int | np.integer):
             fail("correct", self.correct, "an index spec such as '0..9999' or a count")
         if isinstance(self.correct, str):
@@ -539,8 +496,14 @@ def load_config(path: str | Path) -> list[SimConfig]:
 
 
 def config_hash(cfg: SimConfig) -> str:
-    """Stable 16-hex-digit hash of a config's fields and the package version."""
+    """Stable 16-hex-digit hash of a config's fields and the package version.
+
+    A logit file enters by the SHA-256 of its bytes, so editing the file changes the hash.
+    """
     from .. import __version__
 
-    payload = json.dumps({"version": __version__, "config": cfg.to_dict()}, sort_keys=True)
+    d = cfg.to_dict()
+    if _spec.is_logit_file(cfg.logits):
+        d["logits_file_sha256"] = hashlib.sha256(Path(cfg.logits.strip()).read_bytes()).hexdigest()
+    payload = json.dumps({"version": __version__, "config": d}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
