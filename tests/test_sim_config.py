@@ -42,7 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
             "subsets.rare must be indices in [0, 5] (size 6); got '7'",
         ),
         ({"subsets": {"bad name": "1"}}, "subsets must be names that are identifiers"),
-        ({"logits": "1.0x3,0x2"}, "logits must be a spec of K = 6 actions (its counts add up to 5)"),
+        (
+            {"logits": "1.0x3,0x2"},
+            "logits must be a spec of K = 6 actions (its counts add up to 5)",
+        ),
         ({"logits": "ax2"}, "logits must be VALUE or VALUExCOUNT with a number VALUE"),
         ({"gamma": -0.5}, "gamma must be >= 0.0; got -0.5"),
         ({"r_correct": -1.0}, "r_correct must be > r_incorrect = -1.0; got -1.0"),
