@@ -1,7 +1,8 @@
 """Populations of prompts with shared and per-prompt logits (issue 12, theory.md section 13).
 
 >>> from fgrpo_theory.population import PopulationConfig, simulate_population
->>> df = simulate_population(PopulationConfig(P=32, P_test=32, K=16, B=8, steps=20, seeds=2))  # doctest: +SKIP
+>>> cfg = PopulationConfig(P=32, P_test=32, K=16, B=8, steps=20, seeds=2)
+>>> df = simulate_population(cfg)  # doctest: +SKIP
 
 Importing this package compiles nothing; the Numba kernel is loaded on the first simulation.
 """

@@ -219,15 +219,16 @@ class PopulationConfig:
         get_convention(self.advantage)  # refuses an unknown preset with its own message
 
     def to_dict(self) -> dict[str, Any]:
+        """Fields as plain Python values (tuples become lists), for TOML, JSON and hashing."""
         d = dataclasses.asdict(self)
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
 
     def replace(self, **changes: Any) -> PopulationConfig:
-        if "N" in changes and self.compute_budget is not None and "B" not in changes:
-            pass  # B is recomputed from the budget
+        """A copy with ``changes`` (validated; with a compute budget, B follows N)."""
         return dataclasses.replace(self, **changes)
 
     def log_schedule(self):
+        """Sorted logged steps (0 = before the first update, and always the last step)."""
         import numpy as np
 
         steps = set(range(0, self.steps + 1, self.log_every)) | {self.steps}

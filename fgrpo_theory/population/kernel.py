@@ -337,40 +337,56 @@ def _sgd_grad(z, gasc, lr, wd):
         z[i] += lr * g
 
 
+@njit(cache=True, fastmath=FM, error_model="numpy", inline="always")
+def _kadd(acc, cmp, j, x):
+    """Neumaier-compensated ``acc[j] += x`` (mirrored from the single-prompt kernels)."""
+    a = acc[j]
+    t = a + x
+    if abs(a) >= abs(x):
+        cmp[j] += (a - t) + x
+    else:
+        cmp[j] += (x - t) + a
+    acc[j] = t
+
+
 @njit(cache=True, fastmath=FM, error_model="numpy")
-def _prompt_metrics(z, correct, rare, row):
-    """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z)."""
+def _prompt_metrics(z, correct, rare, row, acc, cmp):
+    """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z).
+
+    Compensated sums in the single-prompt simulator's order, so mu and the entropy equal its
+    ``q_pos`` and ``entropy`` bit for bit on the same logits.
+    """
     K = z.shape[0]
     m = _max(z)
-    s = 0.0
+    for j in range(5):
+        acc[j] = 0.0
+        cmp[j] = 0.0
     for i in range(K):
-        s += np.exp(z[i] - m)
-    ls = np.log(s)
-    mu = 0.0
-    tau = 0.0
-    ent = 0.0
-    nll = 0.0
+        _kadd(acc, cmp, 0, np.exp(z[i] - m))
+    ls = np.log(acc[0] + cmp[0])
     for i in range(K):
         lp = z[i] - m - ls
         p = np.exp(lp)
-        ent -= p * lp
+        _kadd(acc, cmp, 1, -p * lp)
         if correct[i]:
-            mu += p
+            _kadd(acc, cmp, 2, p)
             if rare[i]:
-                tau += p
-                nll -= lp
-    row[P_MU] = mu
-    row[P_TAU] = tau
-    row[P_ENT] = ent
-    row[P_NLL] = nll
+                _kadd(acc, cmp, 3, p)
+                _kadd(acc, cmp, 4, -lp)
+    row[P_MU] = acc[2] + cmp[2]
+    row[P_TAU] = acc[3] + cmp[3]
+    row[P_ENT] = acc[1] + cmp[1]
+    row[P_NLL] = acc[4] + cmp[4]
 
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def _log_all(theta, phi, correct, rare, zb, out_p):
+    acc = np.zeros(5)
+    cmp = np.zeros(5)
     for p in range(phi.shape[0]):
         for i in range(theta.shape[0]):
             zb[i] = theta[i] + phi[p, i]
-        _prompt_metrics(zb, correct[p], rare[p], out_p[p])
+        _prompt_metrics(zb, correct[p], rare[p], out_p[p], acc, cmp)
 
 
 @njit(cache=True, error_model="numpy")
@@ -436,7 +452,6 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
     and step counter per prompt that advance only when the prompt is in the batch.
     """
     K = theta0.shape[0]
-    P_all = phi0.shape[0]
     theta = theta0.copy()
     phi = phi0.copy()
     zb = np.empty(K)
