@@ -14,7 +14,7 @@ from ._app import app
 
 # Each command module registers its commands on ``app`` when imported; it keeps heavy imports
 # (numba, matplotlib, the simulator) inside the command functions.
-from . import tail, focal, mass, simulate, figures  # noqa: E402,F401  isort: skip
+from . import tail, focal, mass, simulate, figures, population  # noqa: E402,F401  isort: skip
 
 __all__ = ["app", "main"]
 

@@ -114,13 +114,7 @@ def _max(z):
 
 @njit(cache=True, fastmath=FM, error_model="numpy", inline="always")
 def _vexp_shift(z, e, m, ibuf, sc):
-    """``e = exp(z - m)`` for ``z <= m`` in a loop LLVM vectorizes (no SVML needed).
-
-    Cody-Waite reduction ``x = n log 2 + r`` and a degree-13 Taylor polynomial; the scale
-    ``2**n`` is built from its exponent bits in ``ibuf`` (``sc`` is its float64 view). Measured
-    error <= 1.01 ulp against ``numpy.exp`` on [-700, 0] (1e6 points); arguments below -708
-    give 0. No ``reassoc``: it would undo the two-step reduction.
-    """
+    """``e = exp(z - m)``, vectorized Cody-Waite + degree-13 Taylor (see sim.kernels)."""
     K = z.shape[0]
     for i in range(K):
         x0 = z[i] - m
@@ -185,13 +179,7 @@ def _exp_shift(z, e, m, ibuf, sc):
 
 @njit(cache=True, fastmath=FM, error_model="numpy", inline="always")
 def _sample_iid(e, cum, correct, N, state, cnt, touched):
-    """N i.i.d. draws by inverse CDF; returns (distinct, X).
-
-    The CDF has two levels: cumulative sums of blocks of ``_BLOCK`` actions (each block summed
-    in 8 vectorized lanes, so building it costs a vectorized pass plus K/64 serial additions
-    instead of a K-long serial chain), a binary search over the blocks, then a scan inside the
-    block. Small K (<= 16) uses a branch-free count over the plain CDF.
-    """
+    """N i.i.d. draws by inverse CDF over a two-level (64-action block) CDF; (distinct, X)."""
     K = e.shape[0]
     if K <= 16:
         acc = 0.0
@@ -268,12 +256,6 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
 
 
 # ---- population-specific ---------------------------------------------------------------------
-
-
-@njit(cache=True, error_model="numpy")
-def mix64(x):
-    """SplitMix64 finalizer (the generator's mixing function), exposed for tests."""
-    return _mix64(x)
 
 
 @njit(cache=True, error_model="numpy")
