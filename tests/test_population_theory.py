@@ -169,3 +169,34 @@ def test_adam_outside_batch_moves_only_with_global_state(adam_state):
     assert not trained_at_2
     assert df[(df.step == 1) & (df.prompt == first)]["active"].item() == 1
     assert moved_at_2 == (adam_state == "global")
+
+
+def test_focal_multiplier_limits():
+    """gamma = 0 gives 1; mu ~ Uniform(0, 1) at large N gives appendix N's m_gamma."""
+    from scipy.special import beta as B
+
+    from fgrpo_theory.population.analysis import focal_lr_multiplier
+
+    mu = (np.arange(4000) + 0.5) / 4000
+    assert focal_lr_multiplier(mu, 8, 0.0) == pytest.approx(1.0, abs=1e-15)
+    for g in (0.5, 1.0):
+        m = B(1.5, g + 1.5) / B(1.5, 1.5)
+        assert focal_lr_multiplier(mu, 2000, g) == pytest.approx(m, rel=2e-3)
+
+
+def test_batch_gradient_snr_one_prompt_against_enumeration():
+    """B = P = 1: E[g] and E[|g|^2] of the theta gradient by exact enumeration of the group."""
+    from fgrpo_theory.population.analysis import batch_gradient_snr
+
+    phi = np.log(np.array([[0.5, 0.2, 0.3]]))
+    correct = np.array([[1, 0, 1]])
+    N = 3
+    mean = np.zeros(3)
+    sq = 0.0
+    for w, d in _step_direction(phi[0], correct[0], N, N):
+        mean += w * d
+        sq += w * float(d @ d)
+    exact = float(mean @ mean) / sq
+    cfg = PopulationConfig(P=1, P_test=0, K=3, B=1, N=N, seed=3)
+    got = batch_gradient_snr(cfg, 20000, population=_pop(phi, correct, 1))["snr_theta"]
+    assert got == pytest.approx(exact, abs=0.02)
