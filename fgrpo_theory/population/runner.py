@@ -32,6 +32,10 @@ CONFIG_COLUMNS = (
 )  # fmt: skip
 
 
+#: largest number of per-prompt metric values held in memory (float64)
+MAX_OUT = 200_000_000
+
+
 def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
     """Per-X advantages of a correct / incorrect rollout, focal weight included (P-12, P-13)."""
     from ..advantages import binary_advantages, focal_weight
@@ -98,6 +102,12 @@ def simulate_population(
     n_log = len(log_steps)
     P_all, K = pop.phi0.shape
     R = cfg.seeds
+    if R * n_log * P_all * 4 > MAX_OUT:
+        fail(
+            "seeds",
+            R,
+            f"such that seeds x logged steps x prompts x 4 <= {MAX_OUT} (raise log_every)",
+        )
     keys = _run_keys(cfg)
     out_p = np.zeros((R, n_log, P_all, kn.N_PMET))
     out_c = np.zeros((R, n_log, n_train, kn.N_CNT), dtype=np.int64)
