@@ -56,15 +56,17 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
         for opt in params.optimizers if not fast else params.optimizers[:1]:
             for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
                 name = f"{sh}-{opt}" + ("" if B == 32 else f"-B{B}")
-                kw = dict(seeds=2, steps=60) if fast else dict(seeds=params.seeds)
+                kw = dict(seeds=2, steps=30) if fast else dict(seeds=params.seeds)
                 base = preset(name, **kw)
-                df = group_size_sweep(base, params.Ns, params.focal_N, params.gammas)
+                Ns = (2, params.focal_N, 32) if fast else params.Ns
+                df = group_size_sweep(base, Ns, params.focal_N, params.gammas)
                 keep = ["arm", "N", "gamma_arm", "lr_factor", "seed_index", "split", "bucket"]
                 df = df[keep + _METRICS].rename(columns={"gamma_arm": "gamma"})
                 frames.append(df.assign(sharing=sh, optimizer=opt, B=B))
     for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
         for n in params.Ns:
-            snr = batch_gradient_snr(preset("shared-adam", N=n, B=B), params.snr_draws)
+            draws = 20 if fast else params.snr_draws
+            snr = batch_gradient_snr(preset("shared-adam", N=n, B=B), draws)
             row = dict(arm="snr", N=n, gamma=0.0, sharing="start", optimizer="-", B=B)
             frames.append(pd.DataFrame([{**row, **{k: float(v) for k, v in snr.items()}}]))
     return pd.concat(frames, ignore_index=True)
@@ -77,7 +79,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby(keys)[["pass_at_1", "pass_at_256", "rare_nll_rise"]]
     m = g.mean()
     se = g.std() / np.sqrt(g.count())
-    return m.join(se, rsuffix="_se").reset_index()
+    return m.join(se.add_suffix("_se")).reset_index()
 
 
 def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
