@@ -39,22 +39,24 @@ def test_stream_equals_simulator_stream():
 
 
 @pytest.mark.parametrize(
-    "K,logits,correct,opt,gamma,adv,N",
+    "K,logits,correct,opt,gamma,adv,N,rule",
     [
-        (6, "1.0x2,0.0x4", "0,3", "sgd", 0.0, "grpo", 8),
-        (6, "1.0x2,0.0x4", "0,3", "adam", 0.5, "dr-grpo", 4),
-        (100, "2.0x3,0.0x97", "0..1,50", "adam", 1.0, "grpo", 16),
-        (100, "2.0x3,0.0x97", "0..1,50", "sgd", 0.0, "rloo", 8),
+        (6, "1.0x2,0.0x4", "0,3", "sgd", 0.0, "grpo", 8, "logprob"),
+        (6, "1.0x2,0.0x4", "0,3", "adam", 0.5, "dr-grpo", 4, "logprob"),
+        (100, "2.0x3,0.0x97", "0..1,50", "adam", 1.0, "grpo", 16, "logprob"),
+        (100, "2.0x3,0.0x97", "0..1,50", "sgd", 0.0, "rloo", 8, "logprob"),
+        (40, "1.0x5,0.0x35", "0..2,30", "adamw", 0.0, "dr-grpo", 8, "linear"),
     ],
 )
 def test_one_prompt_theta_frozen_equals_single_prompt_simulator(
-    K, logits, correct, opt, gamma, adv, N
+    K, logits, correct, opt, gamma, adv, N, rule
 ):
     lr = 0.5 if opt == "sgd" else 0.05
+    wd = 0.01 if opt == "adamw" else 0.0
     sc = SimConfig(
-        K=K, logits=logits, correct=correct, N=N, steps=120, rule="logprob", advantage=adv,
-        gamma=gamma, optimizer=opt, lr=lr, seeds=3, seed=5, log_every=40, backend="dense",
-        sampler="iid",
+        K=K, logits=logits, correct=correct, N=N, steps=120, rule=rule, advantage=adv,
+        gamma=gamma, optimizer=opt, lr=lr, weight_decay=wd, seeds=3, seed=5, log_every=40,
+        backend="dense", sampler="iid",
     )  # fmt: skip
     ref = simulate(sc)
     from fgrpo_theory.sim.config import parse_index_set, parse_logits
@@ -63,8 +65,9 @@ def test_one_prompt_theta_frozen_equals_single_prompt_simulator(
     cm = np.zeros(K, np.uint8)
     cm[parse_index_set(correct, K, "correct")] = 1
     pc = PopulationConfig(
-        P=1, P_test=0, K=K, B=1, N=N, steps=120, rule="logprob", advantage=adv, gamma=gamma,
-        optimizer=opt, lr_shared=0.0, lr_prompt=lr, seeds=3, seed=5, log_every=40,
+        P=1, P_test=0, K=K, B=1, N=N, steps=120, rule=rule, advantage=adv, gamma=gamma,
+        optimizer=opt, lr_shared=0.0, lr_prompt=lr, weight_decay=wd, seeds=3, seed=5,
+        log_every=40,
     )  # fmt: skip
     got = simulate_population(pc, population=_single(z0, cm), per_prompt=True)
     assert np.array_equal(got["step"].to_numpy(), ref["step"].to_numpy())
@@ -98,6 +101,12 @@ def test_tidy_frame_has_one_row_per_step_run_split_bucket():
     assert (df.groupby(["split", "bucket"]).size() == n_log * cfg.seeds).all()
     allrows = df[df.bucket == "all"]
     assert np.allclose(allrows.loc[allrows.step == 0, "rare_nll_rise"], 0.0)
+    # the buckets partition the prompts: their prompt-weighted means give the "all" rows
+    b = df[df.bucket != "all"].assign(w=lambda d: d.pass_at_4 * d.n_prompts)
+    agg = b.groupby(["run", "step", "split"])[["w", "n_prompts"]].sum()
+    ref = allrows.set_index(["run", "step", "split"])
+    assert np.allclose(agg["w"] / agg["n_prompts"], ref.loc[agg.index, "pass_at_4"])
+    assert (agg["n_prompts"] == ref.loc[agg.index, "n_prompts"]).all()
     tr = allrows[(allrows.split == "train") & (allrows.step > 0)]
     assert (tr["groups"] == cfg.B * cfg.log_every).all()
 
