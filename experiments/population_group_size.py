@@ -7,7 +7,8 @@ focal effective-lr multiplier on the train prompts, theory.md section 13), 8 see
 SGD, at B = 32 and 8, at the shared (theta and phi trained) and fully tabular (theta frozen) ends.
 Also the batch-gradient signal-to-noise ratio |E[g]|^2 / E[|g|^2] at the start against N.
 Figure: rows = published Qwen2.5-7B sweep (Math avg), then shared/Adam (test prompts),
-tabular/Adam (train prompts: held-out ones cannot move there), shared/SGD (test), all B = 32;
+tabular/Adam (train prompts: held-out ones cannot move there), shared/SGD (test), all B = 32,
+and shared/Adam compute-matched (B x N = 256, test; rows with ``B = -256`` in the table);
 columns = pass@1, pass@256, rise of rare NLL against N,
 focal starred, control as a cross, bars = 95% intervals over seeds (mean +- 1.96 s.e.).
 """
@@ -26,7 +27,7 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Populations: group-size sweep with shared vs tabular logits (issue 12)"
 IN_PAPER = False
-COST_SECONDS = 60  # measured 22 s on the loaded 2-core machine
+COST_SECONDS = 120  # measured 52 s on the loaded 2-core machine (load average ~17)
 
 _METRICS = ["pass_at_1", "pass_at_256", "rare_nll_rise", "coverage_at_256", "active_frac"]
 
@@ -41,6 +42,7 @@ class Params:
     gammas: tuple[float, ...] = (0.5, 1.0)
     seeds: int = 8
     snr_draws: int = 200
+    compute_budget: int = 256  # rows with B = -256: compute-matched, B = 256 // N
 
 
 PARAMS = Params()
@@ -63,6 +65,13 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
                 keep = ["arm", "N", "gamma_arm", "lr_factor", "seed_index", "split", "bucket"]
                 df = df[keep + _METRICS].rename(columns={"gamma_arm": "gamma"})
                 frames.append(df.assign(sharing=sh, optimizer=opt, B=B))
+    if not fast:  # compute-matched: B x N = compute_budget rollouts per step at every N
+        for opt in params.optimizers:
+            base = preset(f"shared-{opt}", seeds=params.seeds, compute_budget=params.compute_budget)
+            df = group_size_sweep(base, params.Ns, params.focal_N, params.gammas)
+            keep = ["arm", "N", "gamma_arm", "lr_factor", "seed_index", "split", "bucket"]
+            df = df[keep + _METRICS].rename(columns={"gamma_arm": "gamma"})
+            frames.append(df.assign(sharing="shared", optimizer=opt, B=-params.compute_budget))
     for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
         for n in params.Ns:
             draws = 20 if fast else params.snr_draws
@@ -87,7 +96,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     s = summary(df)
     # the tabular end moves no held-out prompt (theta frozen), so its row shows train prompts
     rows = [("shared", "adam", 32, "test"), ("tabular", "adam", 32, "train"),
-            ("shared", "sgd", 32, "test")]  # fmt: skip
+            ("shared", "sgd", 32, "test"), ("shared", "adam", -256, "test")]  # fmt: skip
     rows = [r for r in rows if ((s.sharing == r[0]) & (s.optimizer == r[1]) & (s.B == r[2])).any()]
     fig = Figure(figsize=(10, 2.4 * (1 + len(rows))))
     axes = fig.subplots(1 + len(rows), 3, squeeze=False)
@@ -118,7 +127,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
                     ax.errorbar([r.N * (1.06 + 0.06 * k)], [r[c]], [1.96 * r[f"{c}_se"]],
                                 fmt=mk, ms=10 if mk == "*" else 7, color=colr, capsize=2,
                                 label=f"{arm} gamma={r.gamma:g}" if j == 0 else None)  # fmt: skip
-            ax.set_title(f"{sh}, {opt}, B={B}: {split} {c.replace('_', ' ')}", fontsize=9)
+            bs = f"B={B}" if B > 0 else f"BxN={-B}"
+            ax.set_title(f"{sh}, {opt}, {bs}: {split} {c.replace('_', ' ')}", fontsize=9)
         axes[i, 0].legend(fontsize=6)
     for ax in axes.flat:
         ax.set_xscale("log", base=2)
