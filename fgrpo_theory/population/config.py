@@ -210,13 +210,18 @@ class PopulationConfig:
         if not isinstance(pk, list | tuple) or not pk:
             fail("pass_k", pk, "a non-empty list of integers")
         s(self, "pass_k", tuple(sorted({_int("pass_k", k, 1, 1_000_000) for k in pk})))
+        if not isinstance(self.buckets, list | tuple):
+            fail("buckets", self.buckets, "a list of increasing edges in (0, 1)")
         bk = tuple(_float("buckets", x) for x in self.buckets)
         if any(not 0.0 < x < 1.0 for x in bk) or list(bk) != sorted(set(bk)):
             fail("buckets", list(bk), "increasing edges in (0, 1)")
         s(self, "buckets", bk)
         from ..advantages import get_convention
 
-        get_convention(self.advantage)  # refuses an unknown preset with its own message
+        try:
+            get_convention(self.advantage)
+        except ValueError as e:
+            fail("advantage", self.advantage, f"a known preset ({str(e).split(';')[0]})")
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (tuples become lists), for TOML, JSON and hashing."""
