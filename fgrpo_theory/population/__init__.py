@@ -1,0 +1,23 @@
+"""Populations of prompts with shared and per-prompt logits (issue 12, theory.md section 13).
+
+>>> from fgrpo_theory.population import PopulationConfig, simulate_population
+>>> cfg = PopulationConfig(P=32, P_test=32, K=16, B=8, steps=20, seeds=2)
+>>> df = simulate_population(cfg)  # doctest: +SKIP
+
+Importing this package compiles nothing; the Numba kernel is loaded on the first simulation.
+"""
+
+from __future__ import annotations
+
+from .config import PopulationConfig, load_population_config, population_config_hash
+from .generate import Population, generate_population
+from .runner import simulate_population
+
+__all__ = [
+    "PopulationConfig",
+    "Population",
+    "generate_population",
+    "load_population_config",
+    "population_config_hash",
+    "simulate_population",
+]

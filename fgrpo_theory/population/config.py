@@ -1,0 +1,277 @@
+"""Population config: a frozen, validated dataclass and its TOML form (theory.md section 13).
+
+A population is ``P`` train and ``P_test`` held-out prompts over ``K`` strategies. The logits of
+prompt ``p`` are ``theta + phi_p``; ``lr_shared`` trains theta and ``lr_prompt`` the phi_p
+(0 freezes), so the family runs from fully tabular (``lr_shared = 0``: independent prompts) to
+fully shared (``lr_prompt = 0``: one policy whose correctness depends on the prompt).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._validate import fail
+
+__all__ = ["PopulationConfig", "load_population_config", "population_config_hash"]
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+RULES = ("logprob", "linear")
+ALGOS = ("grpo", "dapo", "cispo")
+ADAM_STATES = ("global", "per-prompt")
+UNSOLVABLE = ("refuse", "drop")
+#: refuse anything larger than this many logits per run (phi is (P + P_test) x K float64)
+MAX_PARAMS = 50_000_000
+
+
+def _int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float) or float(v) != int(v):
+        fail(name, v, "an integer")
+    v = int(v)
+    if v < lo:
+        fail(name, v, f">= {lo}")
+    if hi is not None and v > hi:
+        fail(name, v, f"<= {hi}")
+    return v
+
+
+def _float(name: str, v: Any, lo: float | None = None, lo_open: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        fail(name, v, "a number")
+    x = float(v)
+    if x != x or x in (float("inf"), float("-inf")):
+        fail(name, v, "a finite number")
+    if lo is not None and (x <= lo if lo_open else x < lo):
+        fail(name, v, f"{'>' if lo_open else '>='} {lo:g}")
+    return x
+
+
+def _pair(name: str, v: Any, positive: bool) -> tuple[float, float]:
+    if not isinstance(v, list | tuple) or len(v) != 2:
+        fail(name, v, "a pair [a, b]")
+    a, b = (_float(name, x) for x in v)
+    if positive and not (a > 0 and b > 0):
+        fail(name, list(v), "Beta parameters > 0")
+    return a, b
+
+
+@dataclass(frozen=True)
+class PopulationConfig:
+    """One population experiment (validated on construction).
+
+    Parameters
+    ----------
+    P, P_test : int
+        Train prompts (>= 1) and held-out test prompts (>= 0; never trained on).
+    K : int
+        Strategies (responses) shared by all prompts, >= 2.
+    breadth : (a, b)
+        Beta parameters of each strategy's solve probability s_k; strategy k solves prompt p
+        with probability s_k, independently. Small a / b: most strategies solve few prompts, a few
+        are broadly useful.
+    mu0 : (a, b)
+        Beta parameters of the initial per-prompt success mu_0 (ignored if ``pass_rates``).
+    pass_rates : str or None
+        CSV file with a column ``pass_rate`` (values in [0, 1]) of P + P_test base-model pass rates.
+    correctness : str or None
+        File (.npy or .csv of 0/1, shape (P + P_test) x K) replacing the generated relation.
+    rare_share : float
+        Share of each prompt's correct mass on its rare strategies, in (0, 1).
+    rare_fraction : float
+        Fraction of a prompt's correct strategies that are rare (the narrowest ones, lowest s_k;
+        at least one when the prompt has >= 2 correct strategies, never all), in (0, 1).
+    unsolvable : {"refuse", "drop"}
+        What to do with prompts no strategy solves (or every strategy solves).
+    population_seed : int
+        Seed of the generated population (the runs' seeds are ``seed`` / ``seeds``).
+    B, N, steps : int
+        Prompts per batch (B <= P), rollouts per prompt, optimizer steps.
+    compute_budget : int or None
+        Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
+    algo, rule, advantage, gamma, rewards
+        As in the single-prompt simulator (one inner update, so GRPO, DAPO and CISPO coincide).
+    optimizer, lr_shared, lr_prompt, weight_decay, beta1, beta2, adam_eps, adam_state
+        One optimizer over all parameters (``adam_state = "global"``), or per-prompt Adam state.
+    seeds, seed : int
+        Runs and their base seed (keys as in :func:`fgrpo_theory.sim.keys.run_keys`).
+    log_every : int
+        Metrics every this many steps (and at 0 and the last step).
+    pass_k : tuple of int
+        k values of pass@k and rare coverage@k (<= 1,024 by default list).
+    buckets : tuple of float
+        Inner edges of the mu_0 difficulty buckets.
+    """
+
+    name: str = "population"
+    P: int = 256
+    P_test: int = 256
+    K: int = 64
+    breadth: tuple[float, float] = (0.3, 3.0)
+    mu0: tuple[float, float] = (0.6, 0.9)
+    pass_rates: str | None = None
+    correctness: str | None = None
+    rare_share: float = 0.1
+    rare_fraction: float = 0.5
+    unsolvable: str = "drop"
+    population_seed: int = 0
+    B: int = 32
+    N: int = 8
+    steps: int = 300
+    compute_budget: int | None = None
+    algo: str = "grpo"
+    rule: str = "logprob"
+    advantage: str = "grpo"
+    gamma: float = 0.0
+    rewards: tuple[float, float] = (1.0, -1.0)
+    optimizer: str = "adam"
+    lr_shared: float = 0.01
+    lr_prompt: float = 0.01
+    weight_decay: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    adam_eps: float = 1e-8
+    adam_state: str = "global"
+    seeds: int = 8
+    seed: int = 0
+    log_every: int = 50
+    pass_k: tuple[int, ...] = (1, 4, 16, 64, 256, 1024)
+    buckets: tuple[float, ...] = (0.2, 0.5, 0.8)
+
+    def __post_init__(self) -> None:
+        s = object.__setattr__
+        if not isinstance(self.name, str) or not self.name:
+            fail("name", self.name, "a non-empty string")
+        s(self, "P", _int("P", self.P, 1))
+        s(self, "P_test", _int("P_test", self.P_test, 0))
+        s(self, "K", _int("K", self.K, 2))
+        if (self.P + self.P_test) * self.K > MAX_PARAMS:
+            fail("K", self.K, f"such that (P + P_test) x K <= {MAX_PARAMS}")
+        s(self, "breadth", _pair("breadth", self.breadth, True))
+        s(self, "mu0", _pair("mu0", self.mu0, True))
+        for nm in ("pass_rates", "correctness"):
+            v = getattr(self, nm)
+            if v is not None and (not isinstance(v, str) or not v):
+                fail(nm, v, "a file path")
+        for nm in ("rare_share", "rare_fraction"):
+            x = _float(nm, getattr(self, nm))
+            if not 0.0 < x < 1.0:
+                fail(nm, x, "in (0, 1)")
+            s(self, nm, x)
+        if self.unsolvable not in UNSOLVABLE:
+            fail("unsolvable", self.unsolvable, "one of " + ", ".join(UNSOLVABLE))
+        s(self, "population_seed", _int("population_seed", self.population_seed, 0))
+        s(self, "N", _int("N", self.N, 1, 1_000_000))
+        if self.compute_budget is not None:
+            s(self, "compute_budget", _int("compute_budget", self.compute_budget, 1))
+            if self.compute_budget < self.N:
+                fail("compute_budget", self.compute_budget, f">= N = {self.N}")
+            s(self, "B", self.compute_budget // self.N)
+        s(self, "B", _int("B", self.B, 1))
+        if self.B > self.P:
+            fail("B", self.B, f"<= P = {self.P} (prompts are drawn without replacement)")
+        s(self, "steps", _int("steps", self.steps, 1, 10_000_000))
+        if self.algo not in ALGOS:
+            fail("algo", self.algo, "one of " + ", ".join(ALGOS))
+        if self.rule not in RULES:
+            fail("rule", self.rule, "one of " + ", ".join(RULES))
+        if not isinstance(self.advantage, str):
+            fail("advantage", self.advantage, "an advantage preset name")
+        s(self, "gamma", _float("gamma", self.gamma, 0.0))
+        rc, rw = _pair("rewards", self.rewards, False)
+        if not rc > rw:
+            fail("rewards", [rc, rw], "a pair R_c,R_w with R_c > R_w")
+        s(self, "rewards", (rc, rw))
+        if self.optimizer not in OPTIMIZERS:
+            fail("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
+        s(self, "lr_shared", _float("lr_shared", self.lr_shared, 0.0))
+        s(self, "lr_prompt", _float("lr_prompt", self.lr_prompt, 0.0))
+        if self.lr_shared == 0.0 and self.lr_prompt == 0.0:
+            fail("lr_prompt", 0.0, "> 0 when lr_shared = 0 (nothing would train)")
+        s(self, "weight_decay", _float("weight_decay", self.weight_decay, 0.0))
+        for nm in ("beta1", "beta2"):
+            x = _float(nm, getattr(self, nm))
+            if not 0.0 <= x < 1.0:
+                fail(nm, x, "in [0, 1)")
+            s(self, nm, x)
+        s(self, "adam_eps", _float("adam_eps", self.adam_eps, 0.0, lo_open=True))
+        if self.adam_state not in ADAM_STATES:
+            fail("adam_state", self.adam_state, "one of " + ", ".join(ADAM_STATES))
+        s(self, "seeds", _int("seeds", self.seeds, 1, 100_000))
+        s(self, "seed", _int("seed", self.seed, 0, 2**63 - 1))
+        s(self, "log_every", _int("log_every", self.log_every, 1))
+        pk = self.pass_k
+        if isinstance(pk, int):
+            pk = (pk,)
+        if not isinstance(pk, list | tuple) or not pk:
+            fail("pass_k", pk, "a non-empty list of integers")
+        s(self, "pass_k", tuple(sorted({_int("pass_k", k, 1, 1_000_000) for k in pk})))
+        if not isinstance(self.buckets, list | tuple):
+            fail("buckets", self.buckets, "a list of increasing edges in (0, 1)")
+        bk = tuple(_float("buckets", x) for x in self.buckets)
+        if any(not 0.0 < x < 1.0 for x in bk) or list(bk) != sorted(set(bk)):
+            fail("buckets", list(bk), "increasing edges in (0, 1)")
+        s(self, "buckets", bk)
+        from ..advantages import get_convention
+
+        try:
+            get_convention(self.advantage)
+        except ValueError as e:
+            fail("advantage", self.advantage, f"a known preset ({str(e).split(';')[0]})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fields as plain Python values (tuples become lists), for TOML, JSON and hashing."""
+        d = dataclasses.asdict(self)
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items()}
+
+    def replace(self, **changes: Any) -> PopulationConfig:
+        """A copy with ``changes`` (validated; with a compute budget, B follows N)."""
+        return dataclasses.replace(self, **changes)
+
+    def log_schedule(self):
+        """Sorted logged steps (0 = before the first update, and always the last step)."""
+        import numpy as np
+
+        steps = set(range(0, self.steps + 1, self.log_every)) | {self.steps}
+        return np.asarray(sorted(steps), dtype=np.int64)
+
+
+_FIELDS = {f.name for f in dataclasses.fields(PopulationConfig)}
+
+
+def population_config_from_dict(d: dict[str, Any], where: str = "config") -> PopulationConfig:
+    """Build a config from a mapping; unknown keys are refused."""
+    unknown = sorted(set(d) - _FIELDS)
+    if unknown:
+        fail(f"{where} key", unknown[0], "one of " + ", ".join(sorted(_FIELDS)))
+    return PopulationConfig(**d)
+
+
+def load_population_config(path: str | Path) -> PopulationConfig:
+    """Load a TOML file (keys = :class:`PopulationConfig` fields)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            d = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        fail("--config", str(p), f"valid TOML ({str(e).splitlines()[0]})")
+    cfg = population_config_from_dict(d, "config")
+    base = p.parent
+    fix = {}
+    for nm in ("pass_rates", "correctness"):  # relative paths are relative to the TOML file
+        v = getattr(cfg, nm)
+        if v is not None and not Path(v).is_absolute():
+            fix[nm] = str(base / v)
+    return cfg.replace(**fix) if fix else cfg
+
+
+def population_config_hash(cfg: PopulationConfig) -> str:
+    """Stable 16-hex-digit hash of a config's fields and the package version."""
+    from .. import __version__
+
+    payload = json.dumps({"version": __version__, "config": cfg.to_dict()}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -1,0 +1,231 @@
+"""Run a population config: validate, call the kernel, build the tidy DataFrame.
+
+One row per logged step x run x split x bucket (bucket ``"all"`` plus the mu_0 difficulty
+buckets). Metrics are exact functions of the policy (theory.md section 13), no sampling noise:
+``pass_at_k`` = mean_p [1 - (1 - mu_p)^k], ``coverage_at_k`` = mean over prompts with rare
+strategies of 1 - (1 - tau_p)^k, ``rare_nll`` = mean of -log p over the fixed rare correct
+(prompt, strategy) pairs and ``rare_nll_rise`` its rise from step 0, ``entropy`` (nats, mean over
+prompts); for train rows also ``active_frac`` (groups with mixed rewards since the previous
+logged step) and ``tail_miss_rate`` (active groups that drew none of the prompt's rare
+strategies, among active groups of prompts that have some: Lemma 3.1's event B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._validate import fail
+from .config import PopulationConfig, population_config_hash
+from .generate import Population, generate_population
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["simulate_population", "advantage_tables", "bucket_labels", "CONFIG_COLUMNS"]
+
+CONFIG_COLUMNS = (
+    "name", "P", "P_test", "K", "B", "N", "steps", "rule", "advantage", "gamma", "optimizer",
+    "lr_shared", "lr_prompt", "adam_state", "seed",
+)  # fmt: skip
+
+
+#: largest number of per-prompt metric values held in memory (float64)
+MAX_OUT = 200_000_000
+
+
+def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Per-X advantages of a correct / incorrect rollout, focal weight included (P-12, P-13)."""
+    from ..advantages import binary_advantages, focal_weight
+    from ..sim.runner import _zero_sum
+
+    X = np.arange(cfg.N + 1)
+    rc, rw = cfg.rewards
+    a_c, a_w = binary_advantages(X, cfg.N, cfg.advantage, r_correct=rc, r_incorrect=rw)
+    g = focal_weight(X / cfg.N, cfg.gamma)
+    a_c = np.ascontiguousarray(np.asarray(a_c, dtype=float) * g)
+    a_w = np.ascontiguousarray(np.asarray(a_w, dtype=float) * g)
+    if not (np.isfinite(a_c).all() and np.isfinite(a_w).all()):
+        fail("advantage", cfg.advantage, f"finite for N = {cfg.N}")
+    return a_c, a_w, _zero_sum(a_c, a_w, cfg.N)
+
+
+def bucket_labels(edges: tuple[float, ...]) -> list[str]:
+    e = [0.0, *edges, 1.0]
+    return [f"[{e[i]:g},{e[i + 1]:g}{']' if i == len(e) - 2 else ')'}" for i in range(len(e) - 1)]
+
+
+def _run_keys(cfg: PopulationConfig) -> np.ndarray:
+    from ..sim.keys import run_keys
+
+    return run_keys(cfg.seed, cfg.seeds)
+
+
+def simulate_population(
+    config: PopulationConfig,
+    *,
+    population: Population | None = None,
+    threads: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    per_prompt: bool = False,
+) -> pd.DataFrame:
+    """Train every run (seed) of ``config``; the tidy DataFrame of its logged metrics.
+
+    Parameters
+    ----------
+    config : PopulationConfig
+    population : Population, optional
+        Use these arrays instead of generating them from the config (tests, custom models).
+    threads : int, optional
+        Numba threads for the loop over runs; results are bit-identical for any value.
+    progress : callable, optional
+        ``progress(runs_done, runs_total)`` after each batch of runs.
+    per_prompt : bool
+        Return the raw per-prompt table instead (columns run, step, prompt, split, mu, tau,
+        entropy, nll_rare_sum, groups, active, tail_miss).
+    """
+    import numba
+
+    from . import kernel as kn
+
+    if not isinstance(config, PopulationConfig):
+        fail("config", config, "a PopulationConfig")
+    cfg = config
+    pop = generate_population(cfg) if population is None else population
+    n_train = pop.n_train
+    if cfg.B > n_train:
+        fail("B", cfg.B, f"<= the number of train prompts ({n_train})")
+    a_c, a_w, zero_sum = advantage_tables(cfg)
+    log_steps = cfg.log_schedule()
+    n_log = len(log_steps)
+    P_all, K = pop.phi0.shape
+    R = cfg.seeds
+    if R * n_log * P_all * 4 > MAX_OUT:
+        fail(
+            "seeds",
+            R,
+            f"such that seeds x logged steps x prompts x 4 <= {MAX_OUT} (raise log_every)",
+        )
+    keys = _run_keys(cfg)
+    out_p = np.zeros((R, n_log, P_all, kn.N_PMET))
+    out_c = np.zeros((R, n_log, n_train, kn.N_CNT), dtype=np.int64)
+    has_rare = pop.rare.any(axis=1)
+    rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
+    opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
+    old = numba.get_num_threads()
+    nt = old if threads is None else int(threads)
+    if nt < 1:
+        fail("threads", threads, ">= 1")
+    numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+    try:
+        batch = R if progress is None else max(1, min(R, nt))
+        for lo in range(0, R, batch):
+            hi = min(R, lo + batch)
+            kn.pop_batch(
+                pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.N,
+                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], rule, opt, cfg.lr_shared,
+                cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps, zero_sum,
+                cfg.adam_state == "per-prompt", out_p[lo:hi], out_c[lo:hi],
+            )  # fmt: skip
+            if progress is not None:
+                progress(hi, R)
+    finally:
+        numba.set_num_threads(old)
+    if not np.isfinite(out_p[..., kn.P_MU]).all() or not np.isfinite(out_p[..., kn.P_NLL]).all():
+        fail("lr_prompt", cfg.lr_prompt, "small enough that the logits stay finite (overflow)")
+    if per_prompt:
+        return _per_prompt_frame(out_p, out_c, log_steps, n_train)
+    return _tidy(cfg, pop, out_p, out_c, log_steps)
+
+
+def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
+    import pandas as pd
+
+    R, n_log, P_all, _ = out_p.shape
+    cnt = np.zeros((R, n_log, P_all, 3), dtype=np.int64)
+    cnt[:, :, :n_train] = out_c
+    idx = np.indices((R, n_log, P_all)).reshape(3, -1)
+    flat = out_p.reshape(-1, out_p.shape[-1])
+    cf = cnt.reshape(-1, 3)
+    return pd.DataFrame(
+        dict(
+            run=idx[0], step=log_steps[idx[1]], prompt=idx[2],
+            split=np.where(idx[2] < n_train, "train", "test"),
+            mu=flat[:, 0], tau=flat[:, 1], entropy=flat[:, 2], nll_rare_sum=flat[:, 3],
+            groups=cf[:, 0], active=cf[:, 1], tail_miss=cf[:, 2],
+        )
+    )  # fmt: skip
+
+
+def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
+    import pandas as pd
+
+    from . import kernel as kn
+
+    R, n_log, P_all, _ = out_p.shape
+    n_train = pop.n_train
+    labels = bucket_labels(cfg.buckets)
+    bidx = np.searchsorted(np.asarray(cfg.buckets), pop.mu0, side="right")
+    n_rare_pairs = pop.rare.sum(axis=1).astype(float)
+    has_rare = n_rare_pairs > 0
+    rows = []
+    cfgd = cfg.to_dict()
+    h = population_config_hash(cfg)
+    for split, sl in (("train", slice(0, n_train)), ("test", slice(n_train, P_all))):
+        ids = np.arange(P_all)[sl]
+        if len(ids) == 0:
+            continue
+        groups = [("all", ids)] + [(lab, ids[bidx[ids] == j]) for j, lab in enumerate(labels)]
+        for lab, g in groups:
+            if len(g) == 0:
+                continue
+            mu = out_p[:, :, g, kn.P_MU].clip(0.0, 1.0)  # (R, n_log, n)
+            tau = out_p[:, :, g, kn.P_TAU].clip(0.0, 1.0)
+            d = {
+                "run": np.repeat(np.arange(R), n_log),
+                "seed_index": np.repeat(np.arange(R), n_log),
+                "step": np.tile(log_steps, R),
+                "split": split,
+                "bucket": lab,
+                "n_prompts": len(g),
+            }
+            for k in cfg.pass_k:
+                d[f"pass_at_{k}"] = (1.0 - (1.0 - mu) ** k).mean(axis=2).ravel()
+            hr = has_rare[g]
+            for k in cfg.pass_k:
+                if hr.any():
+                    cov = (1.0 - (1.0 - tau[:, :, hr]) ** k).mean(axis=2).ravel()
+                else:
+                    cov = np.full(R * n_log, np.nan)
+                d[f"coverage_at_{k}"] = cov
+            npairs = n_rare_pairs[g].sum()
+            if npairs > 0:
+                nll = out_p[:, :, g, kn.P_NLL].sum(axis=2) / npairs
+                d["rare_nll"] = nll.ravel()
+                d["rare_nll_rise"] = (nll - nll[:, :1]).ravel()
+            else:
+                d["rare_nll"] = d["rare_nll_rise"] = np.full(R * n_log, np.nan)
+            d["entropy"] = out_p[:, :, g, kn.P_ENT].mean(axis=2).ravel()
+            if split == "train":
+                c = out_c[:, :, g]  # (R, n_log, n, 3)
+                grp = c[..., kn.C_GROUPS].sum(axis=2)
+                act = c[..., kn.C_ACTIVE].sum(axis=2)
+                act_r = c[:, :, hr, kn.C_ACTIVE].sum(axis=2)
+                tail = c[..., kn.C_TAIL].sum(axis=2)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    d["groups"] = grp.ravel()
+                    d["active_frac"] = np.where(grp > 0, act / np.maximum(grp, 1), np.nan).ravel()
+                    d["tail_miss_rate"] = np.where(
+                        act_r > 0, tail / np.maximum(act_r, 1), np.nan
+                    ).ravel()
+            else:
+                d["groups"] = np.zeros(R * n_log, dtype=np.int64)
+                d["active_frac"] = d["tail_miss_rate"] = np.full(R * n_log, np.nan)
+            rows.append(pd.DataFrame(d))
+    df = pd.concat(rows, ignore_index=True)
+    for c in CONFIG_COLUMNS:
+        df[c] = cfgd[c]
+    df["config_hash"] = h
+    return df
