@@ -29,8 +29,8 @@ __all__ = ["Params", "PARAMS", "TITLE", "IN_PAPER", "COST_SECONDS", "compute", "
 
 TITLE = "Fig. 2 companion: focal vs matched vanilla controls at equal Q_pos"
 IN_PAPER = False
-#: Full run on the 2-core machine, loaded (measured once: see docs/fair-comparison.md).
-COST_SECONDS = 900.0
+#: Full run: 1,829 s once on the shared 2-core machine at load 6-15 (docs/fair-comparison.md).
+COST_SECONDS = 1800.0
 
 ARM_ORDER = ("vanilla", "focal", "vanilla-m", "vanilla-progress")
 
@@ -161,10 +161,10 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         if len(s):
             r = s.iloc[0]
             ax.text(
-                0.98, 0.98,
+                0.02, 0.45,
                 f"progress match: {r['achieved']:.4f} vs {r['target']:.4f}\n"
                 f"(tol {r['q_tol']:g}, {len(s)} evals, monotone: {bool(r['monotone'])})",
-                transform=ax.transAxes, ha="right", va="top", fontsize=5,
+                transform=ax.transAxes, ha="left", va="top", fontsize=5,
             )  # fmt: skip
         ax = axes[1, j]
         ax.axhline(0.0, color="0.5", lw=0.6)
