@@ -32,7 +32,7 @@ __all__ = ["Params", "PARAMS", "TITLE", "IN_PAPER", "COST_SECONDS", "compute", "
 
 TITLE = "Dynamic sampling: Pr(B) and Pr(B | A_N) against N, closed form and simulator"
 IN_PAPER = False
-COST_SECONDS = 120.0
+COST_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
