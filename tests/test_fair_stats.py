@@ -68,3 +68,26 @@ def test_bad_inputs():
         with pytest.raises(ValueError, match=match) as e:
             paired_bootstrap_interval(a, b, **kw)
         assert "\n" not in str(e.value)
+
+
+def test_paired_differences_pairs_only_seeds_where_both_reached():
+    import pandas as pd
+
+    from fgrpo_theory.fair import paired_differences
+
+    rows = []
+    for s, (mf, mc, rf, rc) in enumerate(
+        [
+            (0.5, 0.7, True, True),
+            (0.4, 0.6, True, True),
+            (0.9, 0.1, False, True),
+            (0.3, 0.5, True, True),
+        ]
+    ):
+        rows.append(dict(arm="focal", N=8, seed_index=s, threshold=0.9, reached=rf, m_ret=mf))
+        rows.append(dict(arm="vanilla", N=8, seed_index=s, threshold=0.9, reached=rc, m_ret=mc))
+    d = paired_differences(pd.DataFrame(rows), n_boot=1000)
+    assert len(d) == 1 and d["pairs"].iloc[0] == 3  # seed 2 left out (focal did not reach)
+    r = d.iloc[0]
+    assert r["estimate"] == pytest.approx(-0.2) and r["lo"] == pytest.approx(-0.2)
+    assert r["hi"] == pytest.approx(-0.2)
