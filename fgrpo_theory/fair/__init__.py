@@ -1,0 +1,48 @@
+"""Fair comparisons of focal weighting (theory.md section 11, issue 11).
+
+- :mod:`.controls`: matched vanilla controls (lr x m_gamma, lr x h_gamma/h_0, progress matched);
+- :mod:`.progress`: equal-progress metrics from per-step logs (M_ret, rare mass, rare NLL at the
+  first step where Q_pos reaches a threshold; the M_ret-against-Q_pos curve);
+- :mod:`.stats`: median, IQR, every seed, paired bootstrap intervals;
+- :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``.
+
+Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
+"""
+
+from __future__ import annotations
+
+from .compare import paired_differences, run_arms, run_comparison, subset_sizes
+from .controls import (
+    ARM_NAMES,
+    CONTROLS,
+    ProgressMatch,
+    arm_configs,
+    h_multiplier,
+    h_value,
+    m_multiplier,
+    match_progress,
+)
+from .progress import DEFAULT_THRESHOLDS, progress_curve, rare_nll_rise, threshold_metrics
+from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
+
+__all__ = [
+    "ARM_NAMES",
+    "CONTROLS",
+    "DEFAULT_SEEDS",
+    "DEFAULT_THRESHOLDS",
+    "ProgressMatch",
+    "arm_configs",
+    "h_multiplier",
+    "h_value",
+    "m_multiplier",
+    "match_progress",
+    "paired_bootstrap_interval",
+    "paired_differences",
+    "progress_curve",
+    "rare_nll_rise",
+    "run_arms",
+    "run_comparison",
+    "subset_sizes",
+    "summarize_seeds",
+    "threshold_metrics",
+]
