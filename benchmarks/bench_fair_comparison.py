@@ -1,7 +1,7 @@
 """The full matched comparison of issue 11 (Speed) against the plain fixed-step sweep, same run.
 
 Comparison: for N = 128, 8,192 and 32,768 in the log-prob/Adam Fig. 2 config
-(``experiments/configs/fig2_paper_logprob_adam.toml``, K = 128,000, 1,000 steps), the arms focal
+(``fgrpo_theory/sim/presets/fig2-logprob-adam.toml``, K = 128,000, 1,000 steps), the arms focal
 (gamma = 1), vanilla, vanilla-m and vanilla-progress with 16 seeds each, every step logged, plus the
 progress-matching search (:func:`fgrpo_theory.fair.run_arms`), then the equal-progress metrics
 (:func:`fgrpo_theory.fair.threshold_metrics`). Target: at most 3 minutes on the 2-core machine.
@@ -22,7 +22,7 @@ import time
 
 from _common import REPO, Row, fmt_time, header, print_table
 
-CONFIG = REPO / "experiments" / "configs" / "fig2_paper_logprob_adam.toml"
+CONFIG = REPO / "fgrpo_theory" / "sim" / "presets" / "fig2-logprob-adam.toml"
 
 
 def main(argv: list[str] | None = None) -> int:

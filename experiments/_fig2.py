@@ -17,7 +17,7 @@ __all__ = ["Fig2Params", "compute_fig2", "plot_fig2", "settings_text"]
 
 @dataclass(frozen=True)
 class Fig2Params:
-    config: Path = CONFIG_DIR / "fig2_paper_logprob_adam.toml"
+    config: Path = CONFIG_DIR / "fig2-logprob-adam.toml"
     #: N of the step curves of panels (a) and (b).
     curve_n: tuple[int, ...] = (2, 256, 8192, 131072)
     #: Regime rule: regime II = grid N with final M_ret (gamma = 0) below this.

@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import fgrpo_theory.sim
+
 __all__ = ["CONFIG_DIR", "run_configs", "summarize", "final_values", "regimes"]
 
-#: The paper-setting configs written by the simulator's authors.
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+#: The simulator's shipped presets (``fgrpo-theory simulate --preset NAME``): the paper-setting
+#: sweeps the Fig. 2 figures run. A path, so that the figure cache keys on the file's contents.
+CONFIG_DIR = Path(fgrpo_theory.sim.__file__).resolve().parent / "presets"
 
 METRICS = ("q_pos", "m_ret", "mass_rare")
 

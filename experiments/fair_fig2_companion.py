@@ -1,6 +1,6 @@
 """Fig. 2 companion: focal gamma = 1 against matched vanilla controls, at equal progress.
 
-Config ``experiments/configs/fig2_paper_logprob_adam.toml`` (log-prob surrogate, Adam, lr 1e-2,
+Config ``fgrpo_theory/sim/presets/fig2-logprob-adam.toml`` (log-prob surrogate, Adam, lr 1e-2,
 K = 128,000; theory.md sections 10-11) with an extra single-action subset ``one`` = action 1 (one
 non-anchor correct action, so its NLL rise is exact). For N in {128, 8,192, 32,768}, arms (names
 of :mod:`fgrpo_theory.fair.controls`): ``vanilla`` (gamma 0, lr), ``focal`` (gamma 1, lr),
@@ -37,7 +37,7 @@ ARM_ORDER = ("vanilla", "focal", "vanilla-m", "vanilla-progress")
 
 @dataclass(frozen=True)
 class Params:
-    config: Path = CONFIG_DIR / "fig2_paper_logprob_adam.toml"
+    config: Path = CONFIG_DIR / "fig2-logprob-adam.toml"
     #: The edges and the inside of the collapse band in the Fig. 2 table (README): where the
     #: fixed-step comparison claims the largest focal benefit (128, 32,768) and the middle (8,192).
     n_values: tuple[int, ...] = (128, 8192, 32768)

@@ -1,7 +1,7 @@
 """Sensitivity of the Fig. 2 simulation to Adam's eps and to weight decay, for both surrogates.
 
-The two Fig. 2 configs (``fig2_paper_logprob_adam.toml``: log-prob surrogate, Adam with L2 weight
-decay; ``fig2_paper_linear_adamw.toml``: linear surrogate, AdamW with decoupled decay), vanilla
+The two Fig. 2 configs (``fig2-logprob-adam.toml``: log-prob surrogate, Adam with L2 weight
+decay; ``fig2-linear-adamw.toml``: linear surrogate, AdamW with decoupled decay), vanilla
 (gamma = 0), rerun at four optimizer settings: eps in {1e-8, 1e-10, 1e-12} without weight decay,
 and eps 1e-8 with weight decay 0.01 (AdamW's usual default). Final Q_pos and final M_ret against N,
 median over seeds (line) and every seed (dots). theory.md sections 10-11: the linear surrogate's
@@ -31,8 +31,8 @@ COST_SECONDS = 600.0
 @dataclass(frozen=True)
 class Params:
     configs: tuple[Path, ...] = (
-        CONFIG_DIR / "fig2_paper_logprob_adam.toml",
-        CONFIG_DIR / "fig2_paper_linear_adamw.toml",
+        CONFIG_DIR / "fig2-logprob-adam.toml",
+        CONFIG_DIR / "fig2-linear-adamw.toml",
     )
     #: The N of the README's Fig. 2 tables: both ends, the band's edges (128, 32,768) and inside.
     n_values: tuple[int, ...] = (2, 16, 128, 1024, 8192, 32768, 131072)

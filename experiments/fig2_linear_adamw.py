@@ -1,6 +1,6 @@
 """Fig. 2 as the paper's text reads: linear surrogate (1/N) sum A_j p(a_j), AdamW, no weight decay.
 
-Config ``experiments/configs/fig2_paper_linear_adamw.toml``; everything else as
+Config ``fgrpo_theory/sim/presets/fig2-linear-adamw.toml``; everything else as
 :mod:`experiments.fig2_simulation` (same panels and regime rule). theory.md section 10 explains why
 this reading differs from the paper's picture (raw gradients of order p^2; Adam rescales them).
 Fast mode: 6 N values, 1 seed, 100 steps, marked FAST PREVIEW.
@@ -21,7 +21,7 @@ IN_PAPER = True
 COST_SECONDS = 121.0  # estimated, full settings, 2 cores
 
 Params = Fig2Params
-PARAMS = Fig2Params(config=CONFIG_DIR / "fig2_paper_linear_adamw.toml")
+PARAMS = Fig2Params(config=CONFIG_DIR / "fig2-linear-adamw.toml")
 
 
 def compute(params: Fig2Params = PARAMS, fast: bool = False) -> pd.DataFrame:

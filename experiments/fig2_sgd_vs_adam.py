@@ -2,7 +2,7 @@
 
 Does the optimizer change the focal effect? Under Adam a constant per-step scale such as the focal
 weight g is largely normalized away; under SGD it scales the step. Setting: the main Fig. 2 config
-(``fig2_paper_logprob_adam.toml``: log-prob surrogate, advantage R - mean R, K = 128,000, 1,000
+(``fig2-logprob-adam.toml``: log-prob surrogate, advantage R - mean R, K = 128,000, 1,000
 steps) at N in {2, 16, 128, 1024, 8192} (fewer N than Fig. 2 to fit the reproduce budget; the
 Adam runs, 4 seeds, are shared with Fig. 2), and the same runs with plain SGD (2 seeds each) at the
 paper's learning rate 1e-2 and at 1 and 10: with SGD the log-prob gradient of an action is
@@ -32,7 +32,7 @@ COST_SECONDS = 150.0  # estimated, full settings, 2 cores
 
 @dataclass(frozen=True)
 class Params:
-    config: Path = CONFIG_DIR / "fig2_paper_logprob_adam.toml"
+    config: Path = CONFIG_DIR / "fig2-logprob-adam.toml"
     n: tuple[int, ...] = (2, 16, 128, 1024, 8192)
     sgd_lr: tuple[float, ...] = (1e-2, 1.0, 10.0)
     sgd_seeds: int = 2

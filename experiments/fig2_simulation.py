@@ -1,6 +1,6 @@
 """Fig. 2: the categorical simulation, main setting (log-prob surrogate, Adam, no weight decay).
 
-Config ``experiments/configs/fig2_paper_logprob_adam.toml`` (the combination that matches the
+Config ``fgrpo_theory/sim/presets/fig2-logprob-adam.toml`` (the combination that matches the
 paper's description best, theory.md section 10): K = 128,000 actions, one anchor correct action at
 logit 5, 9,999 correct at 3, 118,000 incorrect at 0; rewards +1/-1, advantage R - mean R, lr 1e-2,
 1,000 steps, 4 seeds, N = 2..131072, gamma in {0, 1}. Panels: (a) Q_pos and (b) M_ret (P-26)
