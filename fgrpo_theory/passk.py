@@ -103,7 +103,7 @@ def _pass_from_triple(n: int, c: int, k: int) -> float:
 
 
 def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
-    """Exact pass@k = 1 - (1 - mu)^k of a policy with success probability mu (docs/theory.md section 7).
+    """Exact pass@k = 1 - (1 - mu)^k at success probability mu (docs/theory.md section 7).
 
     Evaluated as -expm1(k log1p(-mu)), accurate to a few ulps even for mu = 1e-300; pass@1 is mu
     exactly.

@@ -149,7 +149,9 @@ def test_terminal_table_fits_columns(monkeypatch, capsys):
 
 def test_csv_and_json_stdout_carry_nothing_but_the_table(cli):
     r = cli("miss-prob", "--N", "1..3", "--mu", "0.3", "--rho", "0.1", "--format", "csv")
-    assert r.out.splitlines()[0] == "N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit"
+    assert (
+        r.out.splitlines()[0] == "N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit"
+    )
     assert len(r.out.splitlines()) == 4 and r.err == ""
     r = cli("focal", "--N", "2", "--format", "json")
     json.loads(r.out)
@@ -257,5 +259,5 @@ def test_complex_input_is_refused_by_check_array():
 def test_two_d_logits_file_is_refused_by_mass(cli, tmp_path):
     f = tmp_path / "z.npy"
     np.save(f, np.zeros((2, 3)))
-    r = cli("mass", "--logits", f, "--n-correct", "1")
+    r = cli("mass", "--logits", f, "--correct", "0")
     assert r.code == 2 and "1-D" in r.err and r.err.count("\n") == 1

@@ -11,7 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-MISS_COLUMNS = ["N", "mu", "tau", "rho", "p_active", "p_tail_miss", "p_tail_miss_given_active", "p_hit"]
+MISS_COLUMNS = [
+    "N",
+    "mu",
+    "tau",
+    "rho",
+    "p_active",
+    "p_tail_miss",
+    "p_tail_miss_given_active",
+    "p_hit",
+]
 PEAK_COLUMNS = ["mu", "tau", "rho", "n_star", "n_star_continuous", "p_peak"]
 
 
@@ -175,7 +184,9 @@ def test_fast_path_imports_neither_numba_nor_matplotlib():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit\n")
+    assert proc.stdout.startswith(
+        "N,mu,tau,rho,p_active,p_tail_miss,p_tail_miss_given_active,p_hit\n"
+    )
     assert len(proc.stdout.strip().splitlines()) == 1 + 61
 
 

@@ -16,7 +16,9 @@ from ._app import app
 
 # Each command module registers its commands on ``app`` when imported; it keeps heavy imports
 # (numba, matplotlib, the simulator) inside the command functions.
-from . import tail, focal, passk, mass, simulate, diagnose, compare_passk, figures, validate, population  # noqa: E402,F401  isort: skip
+from . import tail, focal, passk, mass, simulate  # noqa: E402,F401  isort: skip
+from . import diagnose, compare_passk, population  # noqa: E402,F401  isort: skip
+from . import figures, validate  # noqa: E402,F401  isort: skip
 
 __all__ = ["app", "main"]
 

@@ -108,4 +108,3 @@ def figures_cmd(
         files = ", ".join(p.name for p in res.paths)
         console.print(f"[{i}/{len(exps)}] {n}: {src}, {res.seconds:.1f} s -> {out_dir}/ {files}")
     console.print(f"done: {len(exps)} figure(s) in {time.perf_counter() - t_all:.1f} s")
-

@@ -68,8 +68,9 @@ def group_size_sweep(
     """Last-step rows (bucket "all" and difficulty buckets) of every arm of the sweep.
 
     Arms: ``grpo`` at each N; ``focal`` at ``focal_N`` for each gamma; ``control`` = vanilla at
-    ``focal_N`` with both learning rates times :func:`fgrpo_theory.advantages.effective_lr_multiplier` of that gamma on the
-    train prompts' mu_0. Columns: the runner's tidy columns plus ``arm``, ``lr_factor``.
+    ``focal_N`` with both learning rates times
+    :func:`fgrpo_theory.advantages.effective_lr_multiplier` of that gamma on the train prompts'
+    mu_0. Columns: the runner's tidy columns plus ``arm``, ``lr_factor``.
     """
     pop = generate_population(base)
     mu_train = pop.mu0[: pop.n_train]

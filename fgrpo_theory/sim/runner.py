@@ -200,6 +200,11 @@ def simulate(
 ) -> pd.DataFrame:
     """Simulate every run (prompt x seed) of ``config``; long-format DataFrame.
 
+    The categorical simulation of Fig. 2 (docs/theory.md section 8): each step draws a group of
+    ``N`` actions from the softmax policy, computes the (focal) advantages and applies the
+    surrogate's update. With ``inner_updates > 1`` GRPO / DAPO use the PPO clipped ratio and CISPO
+    the stop-gradient clipped importance weight of (P-15) with the clip of (P-16).
+
     Parameters
     ----------
     config : SimConfig
