@@ -32,6 +32,7 @@ Closed forms: advantages and focal weights
    focal_advantages                      -- A_F = g * A (P-13)
    weighted_magnitudes                   -- g |A+| and g |A-| against mu (Fig. 4)
    lr_multiplier                         -- m_gamma of appendix N
+   effective_lr_multiplier               -- focal step-size factor on a population (section 13)
 
 Closed forms: pass@k
 --------------------
@@ -102,14 +103,29 @@ Self-check
 ----------
    run_validation                        -- every closed form against its oracle
 
-Populations and diagnostics
----------------------------
-   To come (prompt populations, dataset-level metrics, fair focal comparisons).
+Fair focal comparisons (docs/theory.md section 11)
+--------------------------------------------------
+   run_comparison                        -- focal run beside matched vanilla controls
+   paired_differences                    -- focal - control at equal progress, paired by seed
+   paired_bootstrap_interval             -- paired percentile-bootstrap interval of a difference
+
+Prompt populations (docs/theory.md section 13)
+----------------------------------------------
+   PopulationConfig                      -- P prompts over K shared strategies, theta + phi_p
+   generate_population                   -- the population of a config, from its seed
+   simulate_population                   -- train on batches of prompts; train/test metrics
+
+Your own runs (docs/theory.md sections 12-14; the full report is ``ft.diagnose.diagnose``)
+------------------------------------------------------------------------------------------
+   read_log                              -- read a training log (CSV, Parquet, JSON Lines)
+   fit_beta_binomial                     -- beta-binomial fit of per-prompt success rates
+   compare_passk                         -- paired m-out-of-n test of a pass@k difference
 
 Submodules
 ----------
-``tail_miss``, ``advantages``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``,
-``distributed``, ``validation``, ``plotting`` (matplotlib; import it explicitly).
+``tail_miss``, ``advantages``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``, ``fair``,
+``population``, ``diagnose``, ``significance``, ``distributed``, ``validation``, ``plotting``
+(matplotlib; import it explicitly).
 """
 
 __version__ = "0.1.0"
@@ -139,6 +155,7 @@ _LAZY: dict[str, str] = {
             "focal_advantages",
             "weighted_magnitudes",
             "lr_multiplier",
+            "effective_lr_multiplier",
         ],
         "fgrpo_theory.advantages",
     ),
@@ -193,6 +210,15 @@ _LAZY: dict[str, str] = {
         "fgrpo_theory.sim",
     ),
     **dict.fromkeys(["preset_names", "load_preset"], "fgrpo_theory.sim.presets"),
+    **dict.fromkeys(
+        ["run_comparison", "paired_differences", "paired_bootstrap_interval"], "fgrpo_theory.fair"
+    ),
+    **dict.fromkeys(
+        ["PopulationConfig", "generate_population", "simulate_population"],
+        "fgrpo_theory.population",
+    ),
+    **dict.fromkeys(["read_log", "fit_beta_binomial"], "fgrpo_theory.diagnose"),
+    "compare_passk": "fgrpo_theory.significance",
     "run_sweep_distributed": "fgrpo_theory.distributed",
     "run_validation": "fgrpo_theory.validation",
 }
@@ -206,6 +232,10 @@ _SUBMODULES = (
     "tables",
     "mass",
     "sim",
+    "fair",
+    "population",
+    "diagnose",
+    "significance",
     "distributed",
     "validation",
     "plotting",
