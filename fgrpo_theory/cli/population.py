@@ -8,7 +8,7 @@ import typer
 
 from .._validate import fail
 from ._app import app
-from ._common import OutputFormat, emit
+from ._common import FORMAT_OPTION, OutputFormat, emit
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 
@@ -32,7 +32,7 @@ def population_cmd(
         None, "--out", help="Write every row to a .parquet/.csv file; reused if it exists."
     ),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="Reuse a finished --out."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="Summary format."),
+    fmt: OutputFormat | None = FORMAT_OPTION,
     output: Path | None = typer.Option(None, "--output", help="Write the summary to FILE."),
 ) -> None:
     """Train GRPO / F-GRPO on a population of prompts; summary of the last step per split.

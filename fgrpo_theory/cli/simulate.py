@@ -10,7 +10,7 @@ from .._validate import fail
 from ..sim.config import SimConfig
 from ..sim.presets import preset_names
 from ._app import app
-from ._common import OutputFormat, emit, parse_float_list, parse_int_list
+from ._common import FORMAT_OPTION, OutputFormat, emit, parse_float_list, parse_int_list
 
 _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
@@ -154,7 +154,7 @@ def simulate_cmd(
         show_default="none",
     ),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="Sweep: skip finished files."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="Summary format."),
+    fmt: OutputFormat | None = FORMAT_OPTION,
     output: Path | None = typer.Option(
         None, "--output", help="Write the summary to FILE.", show_default="stdout"
     ),
