@@ -269,7 +269,7 @@ def focal_table(
     try:
         conv = get_convention(advantage)
     except ValueError as e:
-        prefix = "convention must be"
+        prefix = "advantage must be"
         if not str(e).startswith(prefix):
             raise
         raise ValueError(f"{_n(names, 'advantage')} must be{str(e)[len(prefix) :]}") from None

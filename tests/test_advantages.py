@@ -125,7 +125,7 @@ def test_zero_variance_formula_policy():
 
 
 def test_convention_validation():
-    with pytest.raises(ValueError, match="^convention must be one of 'grpo'.*; got 'ppo'$"):
+    with pytest.raises(ValueError, match="^advantage must be one of 'grpo'.*; got 'ppo'$"):
         get_convention("ppo")
     with pytest.raises(ValueError, match="^override must be a field .*; got 'sd'$"):
         get_convention("grpo", sd="population")
@@ -406,7 +406,7 @@ def test_trl_batch_uses_group_mean_and_batch_std():
     s = math.sqrt(15 / 56) + 1e-4
     expected = np.array([[0.5, -0.5, -0.5, 0.5], [0.25, 0.25, 0.25, -0.75]]) / s
     np.testing.assert_allclose(group_advantages(r, "trl-batch"), expected, rtol=1e-15)
-    with pytest.raises(ValueError, match="^convention must be group-scoped"):
+    with pytest.raises(ValueError, match="^advantage must be group-scoped"):
         binary_advantages(1, 4, "trl-batch")
 
 
@@ -568,7 +568,7 @@ def test_effective_lr_multiplier_weights_and_errors():
         effective_lr_multiplier(np.full(100, 0.5), 10**6, 1.0)
     with pytest.raises(ValueError, match=r"^weights must be of the length of mu"):
         effective_lr_multiplier([0.2, 0.7], 8, 1.0, weights=[1.0])
-    with pytest.raises(ValueError, match=r"^convention must be group-scoped"):
+    with pytest.raises(ValueError, match=r"^advantage must be group-scoped"):
         effective_lr_multiplier(0.3, 8, 1.0, advantage="trl-batch")
 
 

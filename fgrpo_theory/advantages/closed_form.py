@@ -60,7 +60,7 @@ def _mixed_binary(
 def binary_advantages(
     X: Any,
     N: Any,
-    convention: str | AdvantageConvention = "grpo",
+    advantage: str | AdvantageConvention = "grpo",
     r_correct: float = 1.0,
     r_incorrect: float = -1.0,
     **overrides: Any,
@@ -85,7 +85,7 @@ def binary_advantages(
         Number of correct rollouts, 0 <= X <= N.
     N : int or array_like of int
         Group size, >= 1; broadcast against ``X``.
-    convention : str or AdvantageConvention
+    advantage : str or AdvantageConvention
         Preset name or convention (default ``"grpo"``).
     r_correct, r_incorrect : float
         Rewards of a correct and an incorrect rollout (default 1.0, -1.0), ``r_correct >
@@ -99,9 +99,9 @@ def binary_advantages(
         Advantages of a correct and of an incorrect rollout; 0 where the group has no such
         rollout (X = 0 for ``adv_correct``, X = N for ``adv_incorrect``).
     """
-    conv = get_convention(convention, **overrides)
+    conv = get_convention(advantage, **overrides)
     if conv.scale_scope == "batch":
-        fail("convention", conv.name, "group-scoped (a batch std has no per-group closed form)")
+        fail("advantage", conv.name, "group-scoped (a batch std has no per-group closed form)")
     x_arr = check_int_array("X", np.asarray(as_real_array("X", X)), lo=0)
     n_arr = check_int_array("N", np.asarray(as_real_array("N", N)), lo=1)
     rc = check_scalar("r_correct", r_correct)

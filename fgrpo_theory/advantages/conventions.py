@@ -207,7 +207,7 @@ def get_convention(
     elif isinstance(name_or_convention, str) and name_or_convention in PRESETS:
         conv = PRESETS[name_or_convention]
     else:
-        fail("convention", name_or_convention, "one of " + ", ".join(repr(k) for k in PRESETS))
+        fail("advantage", name_or_convention, "one of " + ", ".join(repr(k) for k in PRESETS))
     if not overrides:
         return conv
     fields = {f.name for f in dataclasses.fields(AdvantageConvention)}

@@ -110,7 +110,7 @@ def _zero_divisor(conv: AdvantageConvention) -> None:
 
 
 def group_advantages(
-    rewards: Any, convention: str | AdvantageConvention = "grpo", **overrides: Any
+    rewards: Any, advantage: str | AdvantageConvention = "grpo", **overrides: Any
 ) -> Any:
     """Group-relative advantages of every rollout (P-3 and the trainer variants).
 
@@ -119,7 +119,7 @@ def group_advantages(
     rewards : array_like or array API array, shape (..., N)
         Rewards of groups of N rollouts; the last axis is the group (e.g. [groups, N]). NumPy
         arrays, torch tensors or other array-API arrays are computed in their own library.
-    convention : str or AdvantageConvention
+    advantage : str or AdvantageConvention
         A preset name (see :data:`PRESETS`; default ``"grpo"``: population std, eps 0) or a
         convention object.
     **overrides
@@ -142,7 +142,7 @@ def group_advantages(
     >>> group_advantages([1.0, 0.0, 0.0, 1.0], "trl")  # Bessel std 0.57735 + 1e-4
     array([ 0.86587,  -0.86587, -0.86587,  0.86587])  # doctest: +SKIP
     """
-    conv = get_convention(convention, **overrides)
+    conv = get_convention(advantage, **overrides)
     r = as_real_array("rewards", rewards)
     xp = _namespace(r)
     if r.ndim == 0:
@@ -233,7 +233,7 @@ def _like(xp: Any, ref: Any, x: Any) -> Any:
 def focal_advantages(
     rewards: Any,
     gamma: Any,
-    convention: str | AdvantageConvention = "grpo",
+    advantage: str | AdvantageConvention = "grpo",
     correct: Any = None,
     *,
     r_correct: float = 1.0,
@@ -255,7 +255,7 @@ def focal_advantages(
         Rewards of groups of N rollouts (last axis = group), e.g. a torch tensor [groups, N].
     gamma : float or array_like
         Focusing exponent >= 0; an array must broadcast against the batch shape ``(...)``.
-    convention : str or AdvantageConvention
+    advantage : str or AdvantageConvention
         Convention of the underlying advantage (see :func:`group_advantages`).
     correct : array of bool, shape (..., N), optional
         Which rollouts are correct; overrides the reward pair (any reward scheme then works).
@@ -275,7 +275,7 @@ def focal_advantages(
         As :func:`group_advantages`; a reward outside {r_correct, r_incorrect} without a mask; a
         mask of another shape or not boolean; a gamma that does not broadcast.
     """
-    adv = group_advantages(rewards, convention, **overrides)
+    adv = group_advantages(rewards, advantage, **overrides)
     r = as_real_array("rewards", rewards)
     xp = _namespace(r)
     g = _like(xp, r, as_real_array("gamma", gamma, lo=0))
