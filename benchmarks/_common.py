@@ -112,7 +112,7 @@ def _worker_call(module: str, func: str, args: tuple, kwargs: dict) -> Timing:
 
 
 class RefWorker:
-    """A clean subprocess that times reference implementations (NumPy, PyTorch).
+    """A clean subprocess that times reference implementations (NumPy, PyTorch, JAX).
 
     The simulator's Numba kernels run on an OpenMP thread pool whose threads keep spinning after a
     parallel region; measured in the same process, PyTorch (with its own OpenMP runtime) was
@@ -127,11 +127,16 @@ class RefWorker:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
-        # BLAS/OpenMP pools read these when they load, before any initializer could run (the
-        # child imports the benchmark script, hence NumPy, first): set them for the spawn only
-        names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        # BLAS/OpenMP pools and XLA's CPU thread pool read these when they load, before any
+        # initializer could run (the child imports the benchmark script, hence NumPy, first): set
+        # them for the spawn only. XLA_FLAGS makes JAX run each operation on torch_threads threads.
+        names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
         saved = {k: os.environ.get(k) for k in names}
-        os.environ.update({k: str(torch_threads) for k in names})
+        os.environ.update({k: str(torch_threads) for k in names[:3]})
+        multi = "true" if torch_threads > 1 else "false"
+        os.environ["XLA_FLAGS"] = (
+            f"--xla_cpu_multi_thread_eigen={multi} intra_op_parallelism_threads={torch_threads}"
+        )
         try:
             self._pool = ctx.Pool(1, initializer=_worker_init, initargs=(torch_threads,))
         finally:

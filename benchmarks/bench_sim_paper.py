@@ -4,7 +4,10 @@ Targets (issue 4, Speed): at most 1.2 ms per step per core for N up to 8,192 and
 N = 131,072, and at least 4x an idiomatic PyTorch CPU implementation of the same loop
 (``reference_torch.run_linear``: autograd + ``torch.optim.AdamW`` + ``torch.multinomial``, run with
 ``torch.set_num_threads(1)`` for the per-core comparison) measured in the same run. The straight
-NumPy loop (``reference_numpy.run_linear``) is shown too.
+NumPy loop (``reference_numpy.run_linear``) is shown too. When JAX is installed (the ``bench``
+extra), the JAX reference (``reference_jax.run_linear``: jit + scan, counter-based generator) runs
+in float64 and float32 in clean single-threaded subprocesses; issue 14's target is the simulator at
+>= 1.2x JAX float64 at every N (the float32 comparison waits for a single-precision simulator mode).
 
 The simulator is timed end to end (``simulate`` with ``threads=1``, one seed, metrics logged at
 steps 0 and the last only); time per step = best total time / steps (setup included, so slightly
@@ -79,8 +82,11 @@ def main(quick: bool = False) -> int:
         "advantage, AdamW lr 1e-2"
     )
     rt = load_module("reference_torch")
+    rj = load_module("reference_jax")
     if not rt.AVAILABLE:
         print("# pytorch reference skipped: torch is not installed (pip install torch)")
+    if not rj.AVAILABLE:
+        print("# jax reference skipped: jax is not installed (pip install -e '.[bench]')")
     z0, correct = paper_logits()
     steps_sim = 20 if quick else 200
     steps_ref = 5 if quick else 10
@@ -89,7 +95,8 @@ def main(quick: bool = False) -> int:
 
     rows: list[Row] = []
     # one clean subprocess per reference, so that their allocations do not interact
-    workers = {name: RefWorker(torch_threads=1) for name in ("numpy", "float64", "float32")}
+    names = ("numpy", "float64", "float32", "jax64", "jax32")
+    workers = {name: RefWorker(torch_threads=1) for name in names}
     for N in NS:
         s_steps = max(steps_sim // 4, 5) if N > 8192 else steps_sim
         cfg = sim_config(N, s_steps)
@@ -104,6 +111,15 @@ def main(quick: bool = False) -> int:
                 fns.append(
                     workers[dtype].timed(
                         "reference_torch", "run_linear", z0, correct, N, steps_ref, LR,
+                        optimizer="adamw", dtype=dtype,
+                    )
+                )  # fmt: skip
+        n_fixed = len(fns)
+        if rj.AVAILABLE:  # JAX runs as many steps as the simulator (its per-step cost is alike)
+            for name, dtype in (("jax64", "float64"), ("jax32", "float32")):
+                fns.append(
+                    workers[name].timed(
+                        "reference_jax", "run_linear", z0, correct, N, s_steps, LR,
                         optimizer="adamw", dtype=dtype,
                     )
                 )  # fmt: skip
@@ -124,6 +140,16 @@ def main(quick: bool = False) -> int:
             rows.append(Row(f"  pytorch 1 thread, N={N}", both(t_pt)))
             rows.append(Row(f"  pytorch float32 1 thread, N={N}", both(t_pt32)))
         rows.append(Row(f"  numpy, N={N}", both(t_np)))
+        if rj.AVAILABLE:
+            t_j64, t_j32 = times[n_fixed] / s_steps, times[n_fixed + 1] / s_steps
+            rows.append(Row(f"  jax float64 1 thread, N={N}", both(t_j64)))
+            rows.append(Row(f"  jax float32 1 thread, N={N}", both(t_j32)))
+            ratio = (
+                f"jax {t_j64.cpu / t_sim.cpu:.2f}x (>= 1.2x), jax float32 "
+                f"{t_j32.cpu / t_sim.cpu:.2f}x; " + ratio
+            )
+            ok = ok and t_j64.cpu / t_sim.cpu >= 1.2
+            tgt += ", >= 1.2x jax"
         if quick:  # a few steps: fixed per-call costs dominate; targets apply to full runs
             tgt, ok = "(full run only)", None
         rows.append(Row(f"simulator 1 thread, N={N}", both(t_sim), tgt, ratio, ok))

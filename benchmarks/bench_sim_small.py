@@ -5,7 +5,11 @@ straightforward NumPy implementation vectorized over seeds (``reference_numpy.ru
 same algorithm) measured in the same run. The simulator is timed end to end (``simulate``: config
 preparation, kernel, DataFrame) with ``threads=1`` for the per-core figure and with 2 threads; the
 NumPy reference is single-threaded. The PyTorch version (batched over seeds, 1 thread) is shown
-for information when torch is installed.
+for information when torch is installed. When JAX is installed (the ``bench`` extra), the JAX
+reference (``reference_jax.run_tabular_logprob``: jit + vmap over seeds + scan over steps,
+counter-based generator) runs in float64 and float32 on one thread and in float64 on two, each in
+a clean subprocess; issue 14's targets: the simulator at >= 1.5x JAX float64 on one core, and a
+second simulator thread that adds >= 85 %.
 
 Run: ``python benchmarks/bench_sim_small.py``
 """
@@ -64,6 +68,7 @@ def main() -> int:
 
     header(f"Small tabular: K={K}, N={N}, {SEEDS} seeds, log-prob GRPO (population std), SGD")
     rt = load_module("reference_torch")
+    rj = load_module("reference_jax")
 
     cfg = sim_config(STEPS_SIM, "dense")
     cfg_tree = sim_config(STEPS_SIM, "sumtree")
@@ -91,9 +96,20 @@ def main() -> int:
         )
     else:
         print("# pytorch row skipped: torch is not installed")
+    n_fixed = len(fns)
+    w_j1, w_j2 = RefWorker(torch_threads=1), RefWorker(torch_threads=2)
+    steps_jax = STEPS_SIM // 4
+    if rj.AVAILABLE:
+        for w, dtype in ((w_j1, "float64"), (w_j1, "float32"), (w_j2, "float64")):
+            fns.append(
+                w.timed("reference_jax", "run_tabular_logprob", z0, correct, N, steps_jax, SEEDS,
+                        LR, dtype=dtype)
+            )  # fmt: skip
+    else:
+        print("# jax rows skipped: jax is not installed (pip install -e '.[bench]')")
     times = measure_many(fns, repeats=REPEATS)
-    w_np.close()
-    w_pt.close()
+    for w in (w_np, w_pt, w_j1, w_j2):
+        w.close()
     t2 = measure_many(
         [lambda: simulate(cfg, threads=2), lambda: simulate(cfg_tree, threads=2)], REPEATS
     )
@@ -142,6 +158,32 @@ def main() -> int:
                 "",
                 f"dense {work_sim / times[0].cpu / (work_pt / t_pt.cpu):.1f}x, sumtree "
                 f"{work_sim / times[1].cpu / (work_pt / t_pt.cpu):.1f}x",
+            )
+        )
+    if rj.AVAILABLE:
+        work_j = SEEDS * steps_jax
+        t64, t32, t64x2 = times[n_fixed], times[n_fixed + 1], times[n_fixed + 2]
+        j64 = work_j / t64.cpu
+        rows.append(Row("jax float64, vmap over seeds (1 thread)", both(j64, work_j / t64.wall)))
+        rows.append(Row("jax float32 (1 thread)", both(work_j / t32.cpu, work_j / t32.wall)))
+        rows.append(
+            Row(
+                "jax float64 (2 threads, wall)",
+                fmt_rate(work_j / t64x2.wall, "seed-steps"),
+                "",
+                f"{t64.wall / t64x2.wall:.2f}x its 1-thread wall",
+            )
+        )
+        auto_i = 0 if auto == "dense" else 1
+        sim1 = work_sim / times[auto_i].cpu
+        sim_gain = (work_sim / t2[auto_i].wall) / (work_sim / times[auto_i].wall)
+        rows.append(
+            Row(
+                "simulator (auto) against jax float64",
+                f"{sim1 / j64:.2f}x per core; 2nd thread adds {100 * (sim_gain - 1):.0f} %",
+                ">= 1.5x; >= 85 %",
+                "",
+                sim1 / j64 >= 1.5 and sim_gain >= 1.85,
             )
         )
     print(
