@@ -97,6 +97,11 @@ def measure_many(
 
 
 def _worker_init(torch_threads: int) -> None:
+    # A one-thread reference is pinned to one core: XLA starts a thread pool whatever XLA_FLAGS
+    # say (its CPU time per step was measured at twice its wall time), and a per-core comparison
+    # must not hand a reference a second core. Threads then share that core, so CPU ~ wall.
+    if torch_threads == 1 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     if importlib.util.find_spec("torch") is not None:
         import torch
 
@@ -133,9 +138,11 @@ class RefWorker:
         names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
         saved = {k: os.environ.get(k) for k in names}
         os.environ.update({k: str(torch_threads) for k in names[:3]})
-        multi = "true" if torch_threads > 1 else "false"
+        # several threads: JAX sees one CPU device per thread (the seeds are split over them)
         os.environ["XLA_FLAGS"] = (
-            f"--xla_cpu_multi_thread_eigen={multi} intra_op_parallelism_threads={torch_threads}"
+            f"--xla_force_host_platform_device_count={torch_threads}"
+            if torch_threads > 1
+            else "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
         )
         try:
             self._pool = ctx.Pool(1, initializer=_worker_init, initargs=(torch_threads,))
