@@ -73,6 +73,8 @@ def compare_passk(
 ) -> dict[str, np.ndarray]:
     """Paired m-out-of-n subsampling test of mean pass@k of model B minus model A, per k.
 
+    The paper's appendix-Q test (docs/theory.md section 14), described in the module docstring.
+
     Parameters
     ----------
     n_a, c_a : array_like of int, shape (P,)
