@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 import fgrpo_theory
+from fgrpo_theory import _numba_cache
+from fgrpo_theory._numba_cache import user_cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 #: Environment variable that overrides the cache folder.
-CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
+CACHE_ENV = _numba_cache.CACHE_ENV
 
 _EXP_DIR = Path(__file__).resolve().parent
 _PKG_DIR = Path(fgrpo_theory.__file__).resolve().parent
@@ -53,13 +55,9 @@ _NOT_COMPUTING = ("fgrpo_theory.plotting", "fgrpo_theory.cli")
 
 def cache_dir() -> Path:
     """The cache folder: ``$FGRPO_THEORY_CACHE_DIR``, else ``$XDG_CACHE_HOME/fgrpo-theory``,
-    else ``~/.cache/fgrpo-theory``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "fgrpo-theory"
+    else ``~/.cache/fgrpo-theory`` (the library's :func:`fgrpo_theory._numba_cache.user_cache_dir`,
+    where the compiled kernels are kept too)."""
+    return user_cache_dir()
 
 
 def canonical_params(params: Any) -> Any:

@@ -22,7 +22,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._numba_cache import register as _register_cache
 from ..sim.keys import GOLDEN_INT, M1_INT, M2_INT
+
+_register_cache()  # compiled code goes to the user cache folder, never site-packages
 
 GOLDEN = np.uint64(GOLDEN_INT)
 M1 = np.uint64(M1_INT)

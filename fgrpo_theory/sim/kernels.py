@@ -36,7 +36,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from .._numba_cache import register as _register_cache
 from .keys import GOLDEN_INT, M1_INT, M2_INT
+
+_register_cache()  # compiled code goes to the user cache folder, never site-packages
 
 # ---------------------------------------------------------------------------------------------
 # Counter-based random stream (SplitMix64 words mix64(key + i * GOLDEN), see .keys) and the sum
