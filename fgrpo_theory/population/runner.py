@@ -34,6 +34,9 @@ CONFIG_COLUMNS = (
 
 #: largest number of per-prompt metric values held in memory (float64)
 MAX_OUT = 200_000_000
+#: lazy / sparse Adam and theta updates in the kernel (same results bit for bit; the tests
+#: switch it off to compare with the eager per-step updates)
+_SPARSE = True
 
 
 def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -127,7 +130,7 @@ def simulate_population(
                 pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.N,
                 cfg.steps, log_steps, a_c, a_w, keys[lo:hi], rule, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps, zero_sum,
-                cfg.adam_state == "per-prompt", out_p[lo:hi], out_c[lo:hi],
+                cfg.adam_state == "per-prompt", _SPARSE, out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
             if progress is not None:
                 progress(hi, R)
