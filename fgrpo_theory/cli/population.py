@@ -48,6 +48,12 @@ def population_cmd(
     ),
     gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
+    dynamic_sampling: bool | None = typer.Option(
+        None,
+        "--dynamic-sampling/--no-dynamic-sampling",
+        help="Redraw all-equal groups, up to max_resamples times (overrides).",
+        show_default="off",
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
@@ -93,7 +99,7 @@ def population_cmd(
         sweep = dict(PRESETS[preset])
     else:
         sweep = load_population_sweep(config)
-    over = dict(steps=steps, seeds=seeds, seed=seed)
+    over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling)
     sweep.update({k: v for k, v in over.items() if v is not None})
     if N is not None:
         vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]

@@ -101,6 +101,10 @@ class PopulationConfig:
         Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
     algo, rule, advantage, gamma, rewards
         As in the single-prompt simulator (one inner update, so GRPO, DAPO and CISPO coincide).
+    dynamic_sampling, max_resamples
+        DAPO's dynamic sampling as the single-prompt simulator does it: a group whose rewards are
+        all equal is redrawn (same prompt) up to ``max_resamples`` times (>= 1); the redraws are
+        reported in ``resamples``. (DAPO's trainers fill the batch with other prompts instead.)
     optimizer, lr_shared, lr_prompt, weight_decay, beta1, beta2, adam_eps, adam_state
         One optimizer over all parameters (``adam_state = "global"``), or per-prompt Adam state.
     seeds, seed : int
@@ -134,6 +138,8 @@ class PopulationConfig:
     advantage: str = "grpo"
     gamma: float = 0.0
     rewards: tuple[float, float] = (1.0, -1.0)
+    dynamic_sampling: bool = False
+    max_resamples: int = 16
     optimizer: str = "adam"
     lr_shared: float = 0.01
     lr_prompt: float = 0.01
@@ -192,6 +198,9 @@ class PopulationConfig:
         if not rc > rw:
             fail("rewards", [rc, rw], "a pair R_c,R_w with R_c > R_w")
         s(self, "rewards", (rc, rw))
+        if not isinstance(self.dynamic_sampling, bool):
+            fail("dynamic_sampling", self.dynamic_sampling, "true or false")
+        s(self, "max_resamples", _int("max_resamples", self.max_resamples, 1, 1_000_000))
         if self.optimizer not in OPTIMIZERS:
             fail("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
         s(self, "lr_shared", _float("lr_shared", self.lr_shared, 0.0))

@@ -45,9 +45,10 @@ OPT_SGD, OPT_ADAM, OPT_ADAMW = 0, 1, 2
 #: prompt's rare correct strategies
 P_MU, P_TAU, P_ENT, P_NLL = 0, 1, 2, 3
 N_PMET = 4
-#: per-prompt counters since the previous logged step: groups, active groups, tail misses
-C_GROUPS, C_ACTIVE, C_TAIL = 0, 1, 2
-N_CNT = 3
+#: per-prompt counters since the previous logged step: groups, active groups, tail misses,
+#: dynamic-sampling redraws
+C_GROUPS, C_ACTIVE, C_TAIL, C_RESAMPLES = 0, 1, 2, 3
+N_CNT = 4
 
 # ---- mirrored from fgrpo_theory.sim.kernels (keep expression for expression) -----------------
 _LOG2E = 1.4426950408889634
@@ -419,10 +420,13 @@ def _shuffle(perm, state):
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touched, cvec,
-                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts):  # fmt: skip
+                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, dyn, max_res):  # fmt: skip
     """Sample one group of prompt ``z``; fill ``cvec`` (c_k = n_k A_k s_k); return (C, inv_s, nd).
 
-    Same arithmetic as the single-prompt simulator's first inner update (ratio 1).
+    Same arithmetic as the single-prompt simulator's first inner update (ratio 1). With ``dyn``
+    (DAPO's dynamic sampling, as the single-prompt simulator does it) an all-equal group of
+    this prompt is redrawn up to ``max_res`` times; the counters (groups, active, tail misses)
+    describe the first draw, the redraws are counted in ``counts[C_RESAMPLES]``.
     """
     m = _max(z)
     S = _exp_shift(z, e, m, ibuf, sc)
@@ -437,6 +441,14 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
                     hit = True
             if not hit:
                 counts[C_TAIL] += 1
+    if dyn:
+        r = 0
+        while (X == 0 or X == N) and r < max_res:
+            for j in range(nd):
+                cnt[touched[j]] = 0
+            nd, X = _sample_iid(e, cum, correct_p, N, state, cnt, touched)
+            r += 1
+        counts[C_RESAMPLES] += r
     inv_s = 1.0 / S
     centred = zero_sum and rule == RULE_LOGPROB
     C = 0.0
@@ -460,7 +472,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
             key, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-            sparse, out_p, out_c):  # fmt: skip
+            sparse, dyn, max_res, out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     Prompts ``0 .. n_train-1`` are trained on, the rest are held out. ``lr_shared = 0`` freezes
@@ -535,7 +547,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p],
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p], dyn, max_res,
             )  # fmt: skip
             if train_theta:
                 if sparse and C == 0.0:  # the other terms are exactly zero
@@ -604,12 +616,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
 @njit(cache=True, parallel=True, error_model="numpy")
 def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
               keys, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-              sparse, out_p, out_c):  # fmt: skip
+              sparse, dyn, max_res, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c,
                 adv_w, keys[r], rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum,
-                adam_per_prompt, sparse, out_p[r], out_c[r])  # fmt: skip
+                adam_per_prompt, sparse, dyn, max_res, out_p[r], out_c[r])  # fmt: skip
 
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
@@ -651,7 +663,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, N, adv_c, a
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts,
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, False, 0,
             )  # fmt: skip
             for i in range(K):
                 g = (cvec[i] - e[i] * inv_s * C) * inv_n
