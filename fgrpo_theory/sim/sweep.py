@@ -8,6 +8,9 @@ reuses a file only if all three match, otherwise it recomputes the config and sa
 on stderr. While a config runs, ``.<config_hash>.lock`` (created with ``O_CREAT | O_EXCL``, the
 PID inside) keeps other sweeps on the same folder from computing it too; a lock whose process is
 gone is taken over, and temporary files of dead processes are removed.
+
+:func:`run_configs` is this machinery for any model's configs (the population simulator uses it
+with its own config hash and code digest).
 """
 
 from __future__ import annotations
