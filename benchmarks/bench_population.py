@@ -5,12 +5,14 @@ core and >= 5x the vectorized NumPy reference (``reference_numpy_population.py``
 same random words) measured in the same run. The reference is timed on a prefix of the run
 (``--ref-steps``, default 100) and extrapolated linearly (its cost per step is constant). Also
 checks that both agree on every prompt's success after a few steps. Targets are reported, never
-asserted. Run: ``python benchmarks/bench_population.py [--quick]``.
+asserted; the machine's load average is printed with them (compare ratios, not seconds, on a
+shared machine). Run: ``python benchmarks/bench_population.py [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -64,7 +66,8 @@ def main() -> int:
     ref = run_reference(pop.theta0, pop.phi0, pop.correct, pop.n_train, cfg.B, cfg.N, 5,
                         np.array([0, 5]), a_c, a_w, key, "adam", 0.01, 0.01)[-1]  # fmt: skip
     diff = float(np.max(np.abs(got - ref)))
-    print(f"sizes: {size}, N = 8, Adam, log every 50 (machine load not controlled)")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"sizes: {size}, N = 8, Adam, log every 50; load average (1/5/15 min) {load}")
     print(f"population kernel, 1 thread : {t_sim:8.2f} s   (target <= 20 s)")
     print(
         f"NumPy reference (extrap.)   : {t_ref:8.2f} s   ratio {t_ref / t_sim:6.1f}x (target >= 5x)"

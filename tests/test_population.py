@@ -168,3 +168,58 @@ def test_generated_population_is_reproducible_and_consistent():
     has = a.rare.any(axis=1)
     assert np.all(a.rare <= a.correct)
     assert np.allclose((p * a.rare).sum(axis=1)[has], 0.2 * a.mu0[has])
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(lr_shared=0.02, lr_prompt=0.02),  # global Adam, zero-sum log-prob: sparse state
+        dict(lr_shared=0.0, lr_prompt=0.05, gamma=1.0, K=70),  # tabular, K not a multiple of 8
+        dict(lr_shared=0.02, lr_prompt=0.02, rule="linear"),  # dense gradients (C != 0)
+        dict(lr_shared=0.01, lr_prompt=0.02, optimizer="adamw", advantage="rloo", log_every=7),
+    ],
+)
+def test_lazy_adam_equals_eager_per_step_updates_bit_for_bit(monkeypatch, kw):
+    """Idle prompts' Adam steps replayed lazily (only on elements with state) = every step."""
+    from fgrpo_theory.population import runner
+
+    cfg = _small(**{**dict(P=40, B=4, steps=45, seeds=2), **kw})
+    lazy = simulate_population(cfg, per_prompt=True)
+    monkeypatch.setattr(runner, "_SPARSE", False)
+    eager = simulate_population(cfg, per_prompt=True)
+    pd.testing.assert_frame_equal(lazy, eager, check_exact=True)
+    # the runs really move the idle prompts (so the replay is exercised)
+    first, lastp = (eager[eager.step == s].mu.to_numpy() for s in (0, cfg.steps))
+    assert np.abs(lastp - first).max() > 1e-3
+
+
+@pytest.mark.parametrize("opt,max_res", [("sgd", 3), ("adam", 1)])
+def test_dynamic_sampling_one_prompt_equals_single_prompt_simulator(opt, max_res):
+    """DAPO's all-equal redraw: with B = P = 1 and theta frozen, the single-prompt simulator's
+    trajectory and redraw counts, bit for bit (an easy prompt, so most groups are all-correct)."""
+    K, logits, correct = 20, "3.0x2,0.0x18", "0..1"
+    lr = 0.5 if opt == "sgd" else 0.05
+    sc = SimConfig(
+        K=K, logits=logits, correct=correct, N=4, steps=90, optimizer=opt, lr=lr, seeds=3,
+        seed=2, log_every=30, backend="dense", sampler="iid", advantage="grpo",
+        dynamic_sampling=True, max_resamples=max_res,
+    )  # fmt: skip
+    ref = simulate(sc)
+    from fgrpo_theory.sim.config import parse_index_set, parse_logits
+
+    z0 = parse_logits(logits, K)
+    cm = np.zeros(K, np.uint8)
+    cm[parse_index_set(correct, K, "correct")] = 1
+    pc = PopulationConfig(
+        P=1, P_test=0, K=K, B=1, N=4, steps=90, optimizer=opt, lr_shared=0.0, lr_prompt=lr,
+        seeds=3, seed=2, log_every=30, dynamic_sampling=True, max_resamples=max_res,
+    )  # fmt: skip
+    got = simulate_population(pc, population=_single(z0, cm), per_prompt=True)
+    assert np.array_equal(got["mu"].to_numpy(), ref["q_pos"].to_numpy())
+    assert np.array_equal(got["entropy"].to_numpy(), ref["entropy"].to_numpy())
+    assert np.array_equal(got["resamples"].to_numpy(), ref["resamples"].to_numpy())
+    assert got["resamples"].sum() > 0
+    off = simulate_population(pc.replace(dynamic_sampling=False), population=_single(z0, cm))
+    assert (off["resamples"] == 0).all()
+    with pytest.raises(ValueError, match="max_resamples must be >= 1"):
+        pc.replace(max_resamples=0)

@@ -38,3 +38,12 @@ def test_population_config_file_and_errors(cli, tmp_path):
     f.write_text("P = 4\nbogus = 1\n")
     r = cli("population", "--config", f)
     assert r.code == 2 and "bogus" in r.err and "\n" not in r.err.strip()
+
+
+def test_population_dynamic_sampling_flag(cli, tmp_path):
+    out = tmp_path / "d.csv"
+    r = cli("population", "--preset", "quick", "--steps", "10", "--seeds", "1",
+            "--dynamic-sampling", "--out", out)  # fmt: skip
+    assert r.code == 0, r.err
+    df = pd.read_csv(out)
+    assert df["dynamic_sampling"].all() and df.loc[df.split == "train", "resamples"].sum() > 0

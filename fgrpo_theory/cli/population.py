@@ -2,73 +2,163 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
 from .._validate import fail
 from ._app import app
-from ._common import FORMAT_OPTION, OutputFormat, emit
+from ._common import FORMAT_OPTION, OutputFormat, emit, parse_float_list, parse_int_list
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
+_KEYS = ["name", "N", "B", "gamma", "optimizer", "lr_shared", "lr_prompt", "advantage", "rule"]
+
+
+def _check_out(out: Path, n_configs: int) -> None:
+    """A .parquet/.csv file in a writable folder for one config, a folder for a sweep."""
+    import os
+
+    from ..sim.sweep import check_out_dir
+
+    if n_configs > 1:
+        if out.suffix in (".parquet", ".csv"):
+            fail("--out", str(out), f"a folder for a sweep of {n_configs} configs")
+        check_out_dir(out, "--out")
+        return
+    if out.suffix not in (".parquet", ".csv"):
+        fail("--out", str(out), "a .parquet or .csv file (or a folder for a sweep)")
+    if out.is_dir():
+        fail("--out", str(out), "a file path, not a folder")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        fail("--out", str(out), "a path in an existing, writable folder")
 
 
 @app.command("population")
 def population_cmd(
-    config: Path | None = typer.Option(None, "--config", help="Population TOML file."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Population TOML file (list-valued fields form a sweep)."
+    ),
     preset: str | None = typer.Option(
         None, "--preset", help="Named config (default, shared-adam, tabular-sgd-B8, quick, ...)."
     ),
-    N: int | None = typer.Option(None, "--N", help="Group size (overrides the config)."),
-    gamma: float | None = typer.Option(None, "--gamma", help="Focal exponent (overrides)."),
+    N: str | None = typer.Option(
+        None, "--N", help="Group size(s): 8, '2,8' or '2..32:x2' (overrides the config)."
+    ),
+    gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
+    dynamic_sampling: bool | None = typer.Option(
+        None,
+        "--dynamic-sampling/--no-dynamic-sampling",
+        help="Redraw all-equal groups, up to max_resamples times (overrides).",
+        show_default="off",
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
     scheduler: str = typer.Option(
-        "local", "--scheduler", help="Only 'local' (Numba threads) for populations so far."
+        "local",
+        "--scheduler",
+        help="Where configs run: local (Numba threads), local-cluster:N (N Dask worker "
+        "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Write every row to a .parquet/.csv file; reused if it exists."
+        None,
+        "--out",
+        help="Write all rows: .parquet/.csv file, or a folder for a sweep (one file per config).",
+        show_default="none",
     ),
-    resume: bool = typer.Option(True, "--resume/--no-resume", help="Reuse a finished --out."),
+    resume: bool = typer.Option(
+        True, "--resume/--no-resume", help="Reuse finished --out files of the same config and code."
+    ),
     fmt: OutputFormat | None = FORMAT_OPTION,
     output: Path | None = typer.Option(None, "--output", help="Write the summary to FILE."),
 ) -> None:
     """Train GRPO / F-GRPO on a population of prompts; summary of the last step per split.
 
-    Example: fgrpo-theory population --preset quick --N 8 --gamma 1
+    A list in --N or --gamma (or in the config file) makes a sweep: one result file per config
+    in the --out folder, resumable, run locally or on Dask (--scheduler).
+
+    Example: fgrpo-theory population --preset quick --N 2,8 --gamma 1 --out runs/
     """
-    from ..population import load_population_config, simulate_population
-    from ..population.presets import preset as get_preset
+    from ..distributed import parse_scheduler, require_distributed
+    from ..population import expand_population_grid, load_population_sweep, run_population_sweep
+    from ..population.presets import PRESETS
 
     if (config is None) == (preset is None):
         fail("--config", str(config), "given, or --preset given (exactly one of the two)")
-    if scheduler != "local":
-        fail("--scheduler", scheduler, "'local' (populations run on local Numba threads only)")
-    over = dict(N=N, gamma=gamma, steps=steps, seeds=seeds, seed=seed)
-    over = {k: v for k, v in over.items() if v is not None}
-    cfg = get_preset(preset) if preset is not None else load_population_config(config)
-    if over:
-        cfg = cfg.replace(**over)
-    if out is not None and out.suffix not in (".parquet", ".csv"):
-        fail("--out", str(out), "a .parquet or .csv file")
+    spec = parse_scheduler(scheduler, "--scheduler")
+    if spec.kind != "local":
+        require_distributed(spec, "--scheduler")
+    if threads is not None and threads < 1:
+        fail("--threads", threads, ">= 1")
+    if preset is not None:
+        if preset not in PRESETS:
+            fail("--preset", preset, "one of " + ", ".join(sorted(PRESETS)))
+        sweep = dict(PRESETS[preset])
+    else:
+        sweep = load_population_sweep(config)
+    over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling)
+    sweep.update({k: v for k, v in over.items() if v is not None})
+    if N is not None:
+        vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
+        sweep["N"] = vals if len(vals) > 1 else vals[0]
+    if gamma is not None:
+        vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
+        sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
+    cfgs = expand_population_grid(sweep)
+    if out is not None:
+        _check_out(out, len(cfgs))
     if output is not None:
         from ._common import check_output_path
 
         check_output_path(output)
-    import pandas as pd
+    show = sys.stderr.isatty()
+    try:
+        if len(cfgs) == 1:
+            df = _run_one(cfgs[0], spec, out, resume, threads, show)
+        else:
+            df = run_population_sweep(
+                cfgs, out, scheduler=spec, resume=resume, threads=threads, progress=show
+            )
+            if out is not None:
+                typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)  # files are written whole (atomically) or not at all
+        raise typer.Exit(130) from None
+    last = df[(df["step"] == df["steps"]) & (df["bucket"] == "all")]
+    cols = [c for c in _METRICS if c in last.columns]
+    keys = [k for k in _KEYS if last[k].nunique() > 1] if len(cfgs) > 1 else []
+    multi = any(c.seeds > 1 for c in cfgs)
+    stats = ["mean", "std"] if multi else ["mean"]
+    summary = last.groupby(["config_hash", *keys, "split"], sort=False)[cols].agg(stats)
+    summary.columns = [f"{a}_{b}" for a, b in summary.columns]
+    summary = summary.dropna(axis=1, how="all")  # e.g. no prompt with rare strategies
+    summary = summary.reset_index().drop(columns="config_hash")
+    name = cfgs[0].name if len(cfgs) == 1 else f"sweep of {len(cfgs)} configs"
+    emit(summary, fmt, output, title=f"population {name}: last step over seeds")
 
-    from ..population import population_config_hash
-    from ..sim.sweep import write_atomic
 
-    df = None
-    if out is not None and resume and out.exists():
-        old = pd.read_parquet(out) if out.suffix == ".parquet" else pd.read_csv(out)
-        if "config_hash" in old and (old["config_hash"] == population_config_hash(cfg)).all():
-            df = old
-            typer.echo(f"reused {out} (same config)", err=True)
-    if df is None:
+def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, show: bool):
+    """One config: reuse ``out`` if it holds this config's result from this code, else run it
+    (locally with a per-seed progress bar, or as one Dask task) and write ``out`` atomically."""
+    from ..population import population_config_hash, run_population_sweep, simulate_population
+    from ..population.sweep import population_digest
+    from ..sim.sweep import result_metadata, reusable_result, write_atomic
+
+    key = population_config_hash
+    code = population_digest() if out is not None else ""
+    if out is not None and resume:
+        df, why = reusable_result(out, cfg, key=key, code=code)
+        if df is not None:
+            typer.echo(f"reused {out} (same config and code)", err=True)
+            return df
+        if why is not None:
+            typer.echo(f"fgrpo-theory: {why}", err=True)
+    if spec.kind != "local":
+        df = run_population_sweep([cfg], None, scheduler=spec, threads=threads, progress=show)
+    elif show:
         from rich.console import Console
         from rich.progress import Progress
 
@@ -77,13 +167,12 @@ def population_cmd(
             df = simulate_population(
                 cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
             )
-        if out is not None:
-            write_atomic(df, out)
-            typer.echo(f"wrote {len(df)} rows to {out}", err=True)
-    last = df[(df["step"] == df["steps"]) & (df["bucket"] == "all")]
-    cols = [c for c in _METRICS if c in last.columns]
-    stats = ["mean", "std"] if cfg.seeds > 1 else ["mean"]
-    summary = last.groupby("split", sort=False)[cols].agg(stats)
-    summary.columns = [f"{a}_{b}" for a, b in summary.columns]
-    summary = summary.dropna(axis=1, how="all")  # e.g. no prompt with rare strategies
-    emit(summary.reset_index(), fmt, output, title=f"population {cfg.name}: last step over seeds")
+    else:
+        df = simulate_population(cfg, threads=threads)
+    if out is not None:
+        try:
+            write_atomic(df, out, result_metadata(key(cfg), code, df))
+        except OSError as e:
+            fail("--out", str(out), f"a writable path ({e.strerror or e})")
+        typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+    return df

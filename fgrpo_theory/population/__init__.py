@@ -9,13 +9,23 @@ Importing this package compiles nothing; the Numba kernel is loaded on the first
 
 from __future__ import annotations
 
-from .config import PopulationConfig, load_population_config, population_config_hash
+from .config import (
+    PopulationConfig,
+    expand_population_grid,
+    load_population_config,
+    load_population_sweep,
+    population_config_hash,
+)
 from .generate import Population, generate_population
 from .runner import simulate_population
+from .sweep import run_population_sweep
 
 __all__ = [
     "PopulationConfig",
     "Population",
+    "expand_population_grid",
+    "load_population_sweep",
+    "run_population_sweep",
     "generate_population",
     "load_population_config",
     "population_config_hash",

@@ -18,7 +18,13 @@ from typing import Any
 
 from .._validate import fail
 
-__all__ = ["PopulationConfig", "load_population_config", "population_config_hash"]
+__all__ = [
+    "PopulationConfig",
+    "load_population_config",
+    "load_population_sweep",
+    "expand_population_grid",
+    "population_config_hash",
+]
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 RULES = ("logprob", "linear")
@@ -95,6 +101,10 @@ class PopulationConfig:
         Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
     algo, rule, advantage, gamma, rewards
         As in the single-prompt simulator (one inner update, so GRPO, DAPO and CISPO coincide).
+    dynamic_sampling, max_resamples
+        DAPO's dynamic sampling as the single-prompt simulator does it: a group whose rewards are
+        all equal is redrawn (same prompt) up to ``max_resamples`` times (>= 1); the redraws are
+        reported in ``resamples``. (DAPO's trainers fill the batch with other prompts instead.)
     optimizer, lr_shared, lr_prompt, weight_decay, beta1, beta2, adam_eps, adam_state
         One optimizer over all parameters (``adam_state = "global"``), or per-prompt Adam state.
     seeds, seed : int
@@ -128,6 +138,8 @@ class PopulationConfig:
     advantage: str = "grpo"
     gamma: float = 0.0
     rewards: tuple[float, float] = (1.0, -1.0)
+    dynamic_sampling: bool = False
+    max_resamples: int = 16
     optimizer: str = "adam"
     lr_shared: float = 0.01
     lr_prompt: float = 0.01
@@ -186,6 +198,9 @@ class PopulationConfig:
         if not rc > rw:
             fail("rewards", [rc, rw], "a pair R_c,R_w with R_c > R_w")
         s(self, "rewards", (rc, rw))
+        if not isinstance(self.dynamic_sampling, bool):
+            fail("dynamic_sampling", self.dynamic_sampling, "true or false")
+        s(self, "max_resamples", _int("max_resamples", self.max_resamples, 1, 1_000_000))
         if self.optimizer not in OPTIMIZERS:
             fail("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
         s(self, "lr_shared", _float("lr_shared", self.lr_shared, 0.0))
@@ -251,27 +266,100 @@ def population_config_from_dict(d: dict[str, Any], where: str = "config") -> Pop
     return PopulationConfig(**d)
 
 
-def load_population_config(path: str | Path) -> PopulationConfig:
-    """Load a TOML file (keys = :class:`PopulationConfig` fields)."""
+#: fields whose value is itself a list: swept only when given a list of lists
+_LIST_FIELDS = ("breadth", "mu0", "rewards", "pass_k", "buckets")
+
+
+def expand_population_grid(sweep: Any) -> list[PopulationConfig]:
+    """Expand a population sweep into the configs of the Cartesian product of its list fields.
+
+    A mapping whose values may be lists (``N = [2, 4, 8]``; pair and tuple fields such as
+    ``mu0`` or ``pass_k`` are swept only when given a list of lists); the order is that of
+    ``itertools.product`` over the fields in declaration order, the last varying fastest (as
+    :func:`fgrpo_theory.sim.expand_grid`). A :class:`PopulationConfig` gives itself; an
+    iterable of configs is returned as a list. Every config is validated before any work.
+    """
+    import itertools
+    from collections.abc import Mapping
+
+    if isinstance(sweep, PopulationConfig):
+        return [sweep]
+    if not isinstance(sweep, Mapping):
+        out = list(sweep)
+        for c in out:
+            if not isinstance(c, PopulationConfig):
+                fail("sweep", c, "a PopulationConfig")
+        return out
+    unknown = sorted(set(sweep) - _FIELDS)
+    if unknown:
+        fail("sweep key", unknown[0], "one of " + ", ".join(sorted(_FIELDS)))
+    names, axes = [], []
+    for f in dataclasses.fields(PopulationConfig):
+        if f.name not in sweep:
+            continue
+        v = sweep[f.name]
+        if f.name in _LIST_FIELDS:
+            swept = isinstance(v, list) and len(v) > 0 and all(isinstance(x, list) for x in v)
+        else:
+            swept = isinstance(v, list | tuple)
+            if swept and len(v) == 0:
+                fail(f.name, "[]", "a non-empty list")
+        names.append(f.name)
+        axes.append(list(v) if swept else [v])
+    return [
+        PopulationConfig(**dict(zip(names, combo, strict=True)))
+        for combo in itertools.product(*axes)
+    ]
+
+
+def load_population_sweep(path: str | Path) -> dict[str, Any]:
+    """Read a population TOML file (keys = :class:`PopulationConfig` fields, lists allowed).
+
+    Relative ``pass_rates`` / ``correctness`` paths are made relative to the TOML file.
+    """
     p = Path(path)
     try:
         with p.open("rb") as f:
             d = tomllib.load(f)
+    except OSError as e:
+        fail("--config", str(p), f"a readable TOML file ({e.strerror or e})")
     except tomllib.TOMLDecodeError as e:
         fail("--config", str(p), f"valid TOML ({str(e).splitlines()[0]})")
-    cfg = population_config_from_dict(d, "config")
-    base = p.parent
-    fix = {}
-    for nm in ("pass_rates", "correctness"):  # relative paths are relative to the TOML file
-        v = getattr(cfg, nm)
-        if v is not None and not Path(v).is_absolute():
-            fix[nm] = str(base / v)
-    return cfg.replace(**fix) if fix else cfg
+    unknown = sorted(set(d) - _FIELDS)
+    if unknown:
+        fail("config key", unknown[0], "one of " + ", ".join(sorted(_FIELDS)))
+    for nm in ("pass_rates", "correctness"):
+        v = d.get(nm)
+        vals = v if isinstance(v, list) else [v]
+        fixed = [
+            str(p.parent / x) if isinstance(x, str) and x and not Path(x).is_absolute() else x
+            for x in vals
+        ]
+        if v is not None:
+            d[nm] = fixed if isinstance(v, list) else fixed[0]
+    return d
+
+
+def load_population_config(path: str | Path) -> PopulationConfig:
+    """Load a TOML file of ONE config (keys = :class:`PopulationConfig` fields)."""
+    cfgs = expand_population_grid(load_population_sweep(path))
+    if len(cfgs) != 1:
+        fail("--config", str(path), f"one config (it is a sweep of {len(cfgs)})")
+    return cfgs[0]
 
 
 def population_config_hash(cfg: PopulationConfig) -> str:
-    """Stable 16-hex-digit hash of a config's fields and the package version."""
+    """Stable 16-hex-digit hash of a config's fields and the package version.
+
+    A ``pass_rates`` / ``correctness`` file enters by the SHA-256 of its bytes, so editing the
+    file changes the hash (and resume recomputes).
+    """
     from .. import __version__
 
-    payload = json.dumps({"version": __version__, "config": cfg.to_dict()}, sort_keys=True)
+    d = cfg.to_dict()
+    for nm in ("pass_rates", "correctness"):
+        v = getattr(cfg, nm)
+        if v is not None and Path(v).is_file():
+            d[f"{nm}_sha256"] = hashlib.sha256(Path(v).read_bytes()).hexdigest()
+    payload = json.dumps({"version": __version__, "config": d}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -48,9 +48,10 @@ OPT_SGD, OPT_ADAM, OPT_ADAMW = 0, 1, 2
 #: prompt's rare correct strategies
 P_MU, P_TAU, P_ENT, P_NLL = 0, 1, 2, 3
 N_PMET = 4
-#: per-prompt counters since the previous logged step: groups, active groups, tail misses
-C_GROUPS, C_ACTIVE, C_TAIL = 0, 1, 2
-N_CNT = 3
+#: per-prompt counters since the previous logged step: groups, active groups, tail misses,
+#: dynamic-sampling redraws
+C_GROUPS, C_ACTIVE, C_TAIL, C_RESAMPLES = 0, 1, 2, 3
+N_CNT = 4
 
 # ---- mirrored from fgrpo_theory.sim.kernels (keep expression for expression) -----------------
 _LOG2E = 1.4426950408889634
@@ -273,9 +274,14 @@ def stream_uniforms(key, n):
     return out
 
 
-@njit(cache=True, fastmath=FM_EW, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _adam_idle(z, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
-    """Adam step of parameters with zero surrogate gradient (a prompt outside the batch)."""
+    """Adam step of parameters with zero surrogate gradient (a prompt outside the batch).
+
+    Strict IEEE arithmetic (no fastmath) on purpose, as in :func:`_adam_catchup`: with fastmath
+    LLVM may fuse ``sqrt(v) * isb + eps`` into an FMA in the vectorized loop body but not in the
+    scalar remainder, so an element's rounding would depend on its position in the loop.
+    """
     bc1 = 1.0 - b1**t
     bc2 = 1.0 - b2**t
     step = lr / bc1
@@ -292,6 +298,37 @@ def _adam_idle(z, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
         mm[i] = m
         vv[i] = v
         z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+
+
+@njit(cache=True, error_model="numpy")
+def _adam_catchup(z, mm, vv, idx, n, t0, t1, lr, wd, decoupled, b1, b2, eps):
+    """Replay the idle Adam steps ``t0 + 1 .. t1`` of a prompt outside the batch, lazily.
+
+    Only the elements ``idx[:n]`` with Adam state (ever a nonzero gradient) are replayed: an
+    element whose moments are zero stays exactly where it is when its gradient is zero (no weight
+    decay: the caller uses this only for ``wd == 0``). Each replayed step is :func:`_adam_idle`'s
+    element arithmetic with the same scalars, computed in the same place (a table of them would
+    let LLVM fold them differently), so the result equals the eager per-step updates bit for bit
+    (``tests/test_population.py`` checks it); steps are the outer loop.
+    """
+    decay = 1.0 - lr * wd if decoupled else 1.0
+    l2 = 0.0 if decoupled else wd
+    a1 = 1.0 - b1
+    a2 = 1.0 - b2
+    for t in range(t0 + 1, t1 + 1):
+        bc1 = 1.0 - b1**t
+        bc2 = 1.0 - b2**t
+        step = lr / bc1
+        isb = 1.0 / np.sqrt(bc2)
+        for j in range(n):
+            i = idx[j]
+            zi = z[i]
+            g = l2 * zi
+            m = b1 * mm[i] + a1 * g
+            v = b2 * vv[i] + a2 * g * g
+            mm[i] = m
+            vv[i] = v
+            z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
 
 
 @njit(cache=True, fastmath=FM_EW, error_model="numpy")
@@ -386,10 +423,13 @@ def _shuffle(perm, state):
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touched, cvec,
-                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts):  # fmt: skip
+                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, dyn, max_res):  # fmt: skip
     """Sample one group of prompt ``z``; fill ``cvec`` (c_k = n_k A_k s_k); return (C, inv_s, nd).
 
-    Same arithmetic as the single-prompt simulator's first inner update (ratio 1).
+    Same arithmetic as the single-prompt simulator's first inner update (ratio 1). With ``dyn``
+    (DAPO's dynamic sampling, as the single-prompt simulator does it) an all-equal group of
+    this prompt is redrawn up to ``max_res`` times; the counters (groups, active, tail misses)
+    describe the first draw, the redraws are counted in ``counts[C_RESAMPLES]``.
     """
     m = _max(z)
     S = _exp_shift(z, e, m, ibuf, sc)
@@ -404,6 +444,14 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
                     hit = True
             if not hit:
                 counts[C_TAIL] += 1
+    if dyn:
+        r = 0
+        while (X == 0 or X == N) and r < max_res:
+            for j in range(nd):
+                cnt[touched[j]] = 0
+            nd, X = _sample_iid(e, cum, correct_p, N, state, cnt, touched)
+            r += 1
+        counts[C_RESAMPLES] += r
     inv_s = 1.0 / S
     centred = zero_sum and rule == RULE_LOGPROB
     C = 0.0
@@ -427,7 +475,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
             key, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-            out_p, out_c):  # fmt: skip
+            sparse, dyn, max_res, out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     Prompts ``0 .. n_train-1`` are trained on, the rest are held out. ``lr_shared = 0`` freezes
@@ -435,6 +483,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
     Adam: one optimizer over all parameters with one step counter (prompts outside the batch
     still move through their momentum, as in a trainer), or with ``adam_per_prompt`` a state
     and step counter per prompt that advance only when the prompt is in the batch.
+
+    ``sparse`` (same results bit for bit): with the global Adam state and no weight decay, a
+    prompt's idle steps are replayed lazily (:func:`_adam_catchup`) when it is next drawn or
+    logged, on the elements that have Adam state only (those ever sampled, with a zero-sum
+    log-prob surrogate, ``C = 0``); with ``C = 0`` the theta gradient adds the sampled
+    strategies' terms only (the others are exactly zero).
     """
     K = theta0.shape[0]
     theta = theta0.copy()
@@ -458,6 +512,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
     mth = np.zeros(K if use_adam else 1)
     vth = np.zeros(K if use_adam else 1)
     inbatch = np.zeros(n_train, np.bool_)
+    lazy = sparse and use_adam and train_phi and not adam_per_prompt and wd == 0.0
+    na = n_train if lazy else 1
+    act = np.empty((na, K if lazy else 1), np.int64)  # elements of phi_p with Adam state
+    nact = np.zeros(na, np.int64)
+    isact = np.zeros((na, K if lazy else 1), np.uint8)
+    last = np.zeros(na, np.int64)  # phi_p holds the updates of steps 1 .. last[p]
     counts = np.zeros((n_train, N_CNT), np.int64)
     state = np.empty(2, np.uint64)
     state[0] = key
@@ -483,15 +543,23 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
         for b in range(B):
             p = perm[pos + b]
             inbatch[p] = True
+            if lazy and last[p] < step - 1:
+                _adam_catchup(phi[p], mm[p], vv[p], act[p], nact[p], last[p], step - 1,
+                              lr_prompt, wd, decoupled, b1, b2, eps)  # fmt: skip
             for i in range(K):
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p],
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p], dyn, max_res,
             )  # fmt: skip
             if train_theta:
-                for i in range(K):
-                    gth[i] += (cvec[i] - e[i] * inv_s * C) * inv_n
+                if sparse and C == 0.0:  # the other terms are exactly zero
+                    for j in range(nd):
+                        k = touched[j]
+                        gth[k] += (cvec[k] - e[k] * inv_s * C) * inv_n
+                else:
+                    for i in range(K):
+                        gth[i] += (cvec[i] - e[i] * inv_s * C) * inv_n
             if train_phi:  # phi_p's gradient depends on prompt p only: update it now
                 if opt == OPT_SGD:
                     _sgd(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd)
@@ -503,12 +571,26 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
                         t = step
                     _adam(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd, decoupled, b1, b2,
                           eps, t, mm[p], vv[p])  # fmt: skip
+                    if lazy:
+                        last[p] = step
+                        if C == 0.0:  # only the sampled strategies had a gradient
+                            for j in range(nd):
+                                k = touched[j]
+                                if isact[p, k] == 0:
+                                    isact[p, k] = 1
+                                    act[p, nact[p]] = k
+                                    nact[p] += 1
+                        elif nact[p] < K:  # a dense gradient: every element has state
+                            for i in range(K):
+                                isact[p, i] = 1
+                                act[p, i] = i
+                            nact[p] = K
             for j in range(nd):
                 k = touched[j]
                 cvec[k] = 0.0
                 cnt[k] = 0
         pos += B
-        if train_phi and use_adam and not adam_per_prompt:
+        if train_phi and use_adam and not adam_per_prompt and not lazy:
             for q in range(n_train):
                 if not inbatch[q]:
                     _adam_idle(phi[q], lr_prompt, wd, decoupled, b1, b2, eps, step, mm[q], vv[q])
@@ -520,6 +602,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
             else:
                 _adam_grad(theta, gth, lr_shared, wd, decoupled, b1, b2, eps, step, mth, vth)
         if li < n_log and step == log_steps[li]:
+            if lazy:  # bring every prompt's logits up to this step
+                for q in range(n_train):
+                    if last[q] < step:
+                        _adam_catchup(phi[q], mm[q], vv[q], act[q], nact[q], last[q], step,
+                                      lr_prompt, wd, decoupled, b1, b2, eps)  # fmt: skip
+                        last[q] = step
             _log_all(theta, phi, correct, rare, zb, out_p[li])
             for q in range(n_train):
                 for j in range(N_CNT):
@@ -531,12 +619,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
 @njit(cache=True, parallel=True, error_model="numpy")
 def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
               keys, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-              out_p, out_c):  # fmt: skip
+              sparse, dyn, max_res, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c,
                 adv_w, keys[r], rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum,
-                adam_per_prompt, out_p[r], out_c[r])  # fmt: skip
+                adam_per_prompt, sparse, dyn, max_res, out_p[r], out_c[r])  # fmt: skip
 
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
@@ -578,7 +666,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, N, adv_c, a
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts,
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, False, 0,
             )  # fmt: skip
             for i in range(K):
                 g = (cvec[i] - e[i] * inv_s * C) * inv_n

@@ -28,12 +28,15 @@ __all__ = ["simulate_population", "advantage_tables", "bucket_labels", "CONFIG_C
 
 CONFIG_COLUMNS = (
     "name", "P", "P_test", "K", "B", "N", "steps", "rule", "advantage", "gamma", "optimizer",
-    "lr_shared", "lr_prompt", "adam_state", "seed",
+    "lr_shared", "lr_prompt", "adam_state", "dynamic_sampling", "seed",
 )  # fmt: skip
 
 
 #: largest number of per-prompt metric values held in memory (float64)
 MAX_OUT = 200_000_000
+#: lazy / sparse Adam and theta updates in the kernel (same results bit for bit; the tests
+#: switch it off to compare with the eager per-step updates)
+_SPARSE = True
 
 
 def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -84,7 +87,7 @@ def simulate_population(
         ``progress(runs_done, runs_total)`` after each batch of runs.
     per_prompt : bool
         Return the raw per-prompt table instead (columns run, step, prompt, split, mu, tau,
-        entropy, nll_rare_sum, groups, active, tail_miss).
+        entropy, nll_rare_sum, groups, active, tail_miss, resamples).
     """
     import numba
 
@@ -127,7 +130,8 @@ def simulate_population(
                 pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.N,
                 cfg.steps, log_steps, a_c, a_w, keys[lo:hi], rule, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps, zero_sum,
-                cfg.adam_state == "per-prompt", out_p[lo:hi], out_c[lo:hi],
+                cfg.adam_state == "per-prompt", _SPARSE, cfg.dynamic_sampling, cfg.max_resamples,
+                out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
             if progress is not None:
                 progress(hi, R)
@@ -144,17 +148,17 @@ def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
     import pandas as pd
 
     R, n_log, P_all, _ = out_p.shape
-    cnt = np.zeros((R, n_log, P_all, 3), dtype=np.int64)
+    cnt = np.zeros((R, n_log, P_all, out_c.shape[-1]), dtype=np.int64)
     cnt[:, :, :n_train] = out_c
     idx = np.indices((R, n_log, P_all)).reshape(3, -1)
     flat = out_p.reshape(-1, out_p.shape[-1])
-    cf = cnt.reshape(-1, 3)
+    cf = cnt.reshape(-1, cnt.shape[-1])
     return pd.DataFrame(
         dict(
             run=idx[0], step=log_steps[idx[1]], prompt=idx[2],
             split=np.where(idx[2] < n_train, "train", "test"),
             mu=flat[:, 0], tau=flat[:, 1], entropy=flat[:, 2], nll_rare_sum=flat[:, 3],
-            groups=cf[:, 0], active=cf[:, 1], tail_miss=cf[:, 2],
+            groups=cf[:, 0], active=cf[:, 1], tail_miss=cf[:, 2], resamples=cf[:, 3],
         )
     )  # fmt: skip
 
@@ -209,19 +213,21 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
                 d["rare_nll"] = d["rare_nll_rise"] = np.full(R * n_log, np.nan)
             d["entropy"] = out_p[:, :, g, kn.P_ENT].mean(axis=2).ravel()
             if split == "train":
-                c = out_c[:, :, g]  # (R, n_log, n, 3)
+                c = out_c[:, :, g]  # (R, n_log, n, N_CNT)
                 grp = c[..., kn.C_GROUPS].sum(axis=2)
                 act = c[..., kn.C_ACTIVE].sum(axis=2)
                 act_r = c[:, :, hr, kn.C_ACTIVE].sum(axis=2)
                 tail = c[..., kn.C_TAIL].sum(axis=2)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     d["groups"] = grp.ravel()
+                    d["resamples"] = c[..., kn.C_RESAMPLES].sum(axis=2).ravel()
                     d["active_frac"] = np.where(grp > 0, act / np.maximum(grp, 1), np.nan).ravel()
                     d["tail_miss_rate"] = np.where(
                         act_r > 0, tail / np.maximum(act_r, 1), np.nan
                     ).ravel()
             else:
                 d["groups"] = np.zeros(R * n_log, dtype=np.int64)
+                d["resamples"] = np.zeros(R * n_log, dtype=np.int64)
                 d["active_frac"] = d["tail_miss_rate"] = np.full(R * n_log, np.nan)
             rows.append(pd.DataFrame(d))
     df = pd.concat(rows, ignore_index=True)

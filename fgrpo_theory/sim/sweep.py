@@ -8,6 +8,9 @@ reuses a file only if all three match, otherwise it recomputes the config and sa
 on stderr. While a config runs, ``.<config_hash>.lock`` (created with ``O_CREAT | O_EXCL``, the
 PID inside) keeps other sweeps on the same folder from computing it too; a lock whose process is
 gone is taken over, and temporary files of dead processes are removed.
+
+:func:`run_configs` is this machinery for any model's configs (the population simulator uses it
+with its own config hash and code digest).
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ __all__ = [
     "write_atomic",
     "simulator_digest",
     "reusable_result",
+    "result_metadata",
+    "source_digest",
+    "run_configs",
 ]
 
 Executor = Callable[
@@ -63,18 +69,25 @@ def check_out_dir(out_dir: str | Path, name: str = "out_dir") -> Path:
     return p
 
 
-def result_path(out_dir: str | Path, cfg: SimConfig, fmt: str = "parquet") -> Path:
-    """``<out_dir>/<config_hash>.<fmt>``."""
-    return Path(out_dir) / f"{config_hash(cfg)}.{fmt}"
+def result_path(
+    out_dir: str | Path, cfg: Any, fmt: str = "parquet", key: Callable[[Any], str] = config_hash
+) -> Path:
+    """``<out_dir>/<key(cfg)>.<fmt>`` (``key``: the config hash; another model passes its own)."""
+    return Path(out_dir) / f"{key(cfg)}.{fmt}"
+
+
+def source_digest(files: Iterable[Path]) -> str:
+    """SHA-256 (hex, 16 characters) of the names and bytes of ``files`` (sorted by path)."""
+    h = hashlib.sha256()
+    for f in sorted(Path(x) for x in files):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def simulator_digest() -> str:
     """SHA-256 (hex, 16 characters) of the names and bytes of the simulator's source files
     (``fgrpo_theory/sim/*.py``): results from other simulator code are never reused."""
-    h = hashlib.sha256()
-    for f in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return source_digest(Path(__file__).resolve().parent.glob("*.py"))
 
 
 def _rows_digest(df: pd.DataFrame) -> str:
@@ -140,9 +153,21 @@ def _read_with_meta(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     return table.to_pandas(), meta
 
 
-def reusable_result(path: Path, cfg: SimConfig) -> tuple[pd.DataFrame | None, str | None]:
+def result_metadata(cfg_hash: str, code: str, df: pd.DataFrame) -> dict[str, str]:
+    """What a result file stores for :func:`reusable_result`: config hash, code and rows digests."""
+    return {_META_HASH: cfg_hash, _META_CODE: code, _META_ROWS: _rows_digest(df)}
+
+
+def reusable_result(
+    path: Path,
+    cfg: Any,
+    *,
+    key: Callable[[Any], str] = config_hash,
+    code: str | None = None,
+) -> tuple[pd.DataFrame | None, str | None]:
     """``(df, None)`` if ``path`` holds a result that resume may reuse for ``cfg``, else
-    ``(None, why)`` (``why`` is None when there is no file)."""
+    ``(None, why)`` (``why`` is None when there is no file). ``key`` hashes the config and
+    ``code`` is the digest of the code that must have written it (default: the simulator's)."""
     if not path.is_file():
         return None, None
     try:
@@ -152,11 +177,11 @@ def reusable_result(path: Path, cfg: SimConfig) -> tuple[pd.DataFrame | None, st
             f"{path} is not a readable result file ({type(e).__name__}); recomputing the config "
             "and replacing the file"
         )
-    want = config_hash(cfg)
+    want = key(cfg)
     if meta.get(_META_HASH) != want:
         got = meta.get(_META_HASH, "no stored config hash")
         return None, f"{path} holds config {got}, not {want}; recomputing it"
-    if meta.get(_META_CODE) != simulator_digest():
+    if meta.get(_META_CODE) != (simulator_digest() if code is None else code):
         return None, f"{path} was produced by other simulator code; recomputing it"
     if meta.get(_META_ROWS) != _rows_digest(df):
         return None, f"{path} was edited after it was written; recomputing it"
@@ -231,8 +256,8 @@ def _mtime(p: Path) -> float:
         return time.time()
 
 
-def _lock_path(out: Path, cfg: SimConfig) -> Path:
-    return out / f".{config_hash(cfg)}.lock"
+def _lock_path(out: Path, cfg: Any, key: Callable[[Any], str] = config_hash) -> Path:
+    return out / f".{key(cfg)}.lock"
 
 
 def _warn(message: str) -> None:
@@ -284,25 +309,64 @@ def run_sweep(
     pandas.DataFrame
         All configs' rows (finished files and new runs), in config order.
     """
-    import pandas as pd
-
     from .runner import run_one, simulate
+
+    return run_configs(
+        expand_grid(sweep_or_configs),
+        out_dir,
+        run_one=run_one,
+        run_local=lambda cfg: simulate(cfg, threads=threads),
+        key=config_hash,
+        code=simulator_digest,
+        resume=resume,
+        progress=progress,
+        executor=executor,
+        fmt=fmt,
+    )
+
+
+def run_configs(
+    configs: list[Any],
+    out_dir: str | Path | None,
+    *,
+    run_one: Callable[[Any], pd.DataFrame],
+    run_local: Callable[[Any], pd.DataFrame],
+    key: Callable[[Any], str],
+    code: Callable[[], str],
+    resume: bool = True,
+    progress: bool | None = None,
+    executor: Executor | None = None,
+    fmt: str = "parquet",
+    label: str = "simulating",
+) -> pd.DataFrame:
+    """The engine of :func:`run_sweep` for any model's validated configs (also populations).
+
+    ``run_one(cfg)`` is the top-level picklable function handed to ``executor``; ``run_local``
+    runs a config in this process; ``key(cfg)`` names its file and lock; ``code()`` digests the
+    source that produces results (checked before reuse). Everything else as in :func:`run_sweep`.
+    """
+    import pandas as pd
 
     if fmt not in ("parquet", "csv"):
         fail("fmt", fmt, "'parquet' or 'csv'")
-    configs = expand_grid(sweep_or_configs)
     if not configs:
         fail("sweep", "[]", "at least one config")
     out = None if out_dir is None else check_out_dir(out_dir)
     if progress is None:
         progress = sys.stderr.isatty()
     results: list[pd.DataFrame | None] = [None] * len(configs)
-    code = simulator_digest() if out is not None else ""
+    code_now = code() if out is not None else ""
+
+    def _path(i: int) -> Path:
+        return result_path(out, configs[i], fmt, key)
+
+    def _reusable(i: int) -> tuple[pd.DataFrame | None, str | None]:
+        return reusable_result(_path(i), configs[i], key=key, code=code_now)
 
     def _reuse(i: int) -> bool:
         if out is None or not resume:
             return False
-        df, why = reusable_result(result_path(out, configs[i], fmt), configs[i])
+        df, why = _reusable(i)
         if why is not None:
             _warn(why)
         results[i] = df
@@ -316,16 +380,14 @@ def run_sweep(
     def _store(i: int, df: pd.DataFrame) -> None:
         results[i] = df
         if out is not None:
-            meta = {_META_HASH: config_hash(configs[i]), _META_CODE: code}
-            meta[_META_ROWS] = _rows_digest(df)
-            write_atomic(df, result_path(out, configs[i], fmt), meta)
+            write_atomic(df, _path(i), result_metadata(key(configs[i]), code_now, df))
             _unlock(i)
 
     def _unlock(i: int) -> None:
         if i in held:
             held.discard(i)
             with contextlib.suppress(OSError):
-                _lock_path(out, configs[i]).unlink()
+                _lock_path(out, configs[i], key).unlink()
 
     def _claim(idx: list[int]) -> tuple[list[int], list[int]]:
         """Split ``idx`` into configs this process now computes and ones another process holds."""
@@ -333,10 +395,10 @@ def run_sweep(
             return list(idx), []
         mine, busy = [], []
         for i in idx:
-            if _try_lock(_lock_path(out, configs[i])):
+            if _try_lock(_lock_path(out, configs[i], key)):
                 held.add(i)
-                if resume and result_path(out, configs[i], fmt).is_file():
-                    df, _ = reusable_result(result_path(out, configs[i], fmt), configs[i])
+                if resume and _path(i).is_file():
+                    df, _ = _reusable(i)
                     if df is not None:  # finished by another process meanwhile
                         results[i] = df
                         _unlock(i)
@@ -358,7 +420,7 @@ def run_sweep(
             mine, waiting = _claim([i])
             busy.extend(waiting)
             if mine:
-                _store(i, simulate(configs[i], threads=threads))
+                _store(i, run_local(configs[i]))
             if bar is not None and not waiting:
                 bar.advance(task)
         return busy
@@ -370,7 +432,7 @@ def run_sweep(
 
         bar = Progress(transient=True, console=Console(stderr=True))
         bar.start()
-        task = bar.add_task("simulating", total=len(pending))
+        task = bar.add_task(label, total=len(pending))
     try:
         if executor is not None:  # called even with nothing to run, as before
             mine, busy = _claim(pending)
@@ -381,7 +443,7 @@ def run_sweep(
             time.sleep(_POLL)
             still = []
             for i in busy:
-                df, _ = reusable_result(result_path(out, configs[i], fmt), configs[i])
+                df, _ = _reusable(i)
                 if df is not None:
                     results[i] = df
                     if bar is not None:
