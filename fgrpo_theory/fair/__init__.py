@@ -22,7 +22,13 @@ from .controls import (
     m_multiplier,
     match_progress,
 )
-from .progress import DEFAULT_THRESHOLDS, progress_curve, rare_nll_rise, threshold_metrics
+from .progress import (
+    DEFAULT_THRESHOLDS,
+    progress_curve,
+    rare_nll_rise,
+    summarize_thresholds,
+    threshold_metrics,
+)
 from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
 
 __all__ = [
@@ -44,5 +50,6 @@ __all__ = [
     "run_comparison",
     "subset_sizes",
     "summarize_seeds",
+    "summarize_thresholds",
     "threshold_metrics",
 ]

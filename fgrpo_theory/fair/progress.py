@@ -41,6 +41,7 @@ __all__ = [
     "mean_nll_from_logits",
     "threshold_metrics",
     "progress_curve",
+    "summarize_thresholds",
 ]
 
 #: Q_pos thresholds of the equal-progress comparison. 0.98 is the independent review's threshold
@@ -212,3 +213,49 @@ def progress_curve(
     if grid is None:
         grid = np.round(np.arange(0.640, 0.9981, 0.002), 6)
     return threshold_metrics(log, grid, rare=rare)
+
+
+def _quantiles(x: np.ndarray) -> tuple[Any, Any, Any]:
+    """(median, q25, q75) of ``x``, or Nones for an empty sample (never NaN)."""
+    if x.size == 0:
+        return None, None, None
+    q25, q50, q75 = np.percentile(x, [25, 50, 75])
+    return float(q50), float(q25), float(q75)
+
+
+def summarize_thresholds(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Median (and IQR for M_ret) over the runs that reach each threshold.
+
+    ``table`` is a threshold table (``simulate(cfg, tables=True).thresholds`` or
+    :func:`run_comparison`); ``by`` are extra grouping columns (e.g. ``arm`` or config columns).
+    One row per group and threshold: ``runs``, ``reached`` (count), then over the reaching runs
+    the medians of ``step``, ``q_pos``, ``m_ret`` (with ``m_ret_q25``, ``m_ret_q75``) and of every
+    ``nll_rise_<subset>``. Groups no run reaches carry ``None`` (never NaN, never imputed).
+    """
+    for col in ("threshold", "reached", "step", "q_pos", "m_ret"):
+        if col not in table.columns:
+            fail("table", f"a table without column {col!r}", "a threshold table")
+    by = [c for c in by if c in table.columns]
+    rises = [c for c in table.columns if c.startswith("nll_rise_")]
+    rows = []
+    for key, g in table.groupby([*by, "threshold"], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        hit = g[g["reached"].to_numpy(bool)]
+        row: dict[str, Any] = dict(zip([*by, "threshold"], key, strict=True))
+        row["runs"] = len(g)
+        row["reached"] = len(hit)
+        row["step"] = _quantiles(hit["step"].to_numpy(float))[0]
+        row["q_pos"] = _quantiles(hit["q_pos"].to_numpy(float))[0]
+        row["m_ret"], row["m_ret_q25"], row["m_ret_q75"] = _quantiles(hit["m_ret"].to_numpy(float))
+        for c in rises:
+            row[c] = _quantiles(hit[c].to_numpy(float))[0]
+        rows.append(row)
+    return _none_for_missing(pd.DataFrame(rows))
+
+
+def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns with missing values as objects holding ``None`` (JSON null), never NaN."""
+    for c in df.columns:
+        if df[c].isna().any():
+            df[c] = pd.Series([None if pd.isna(v) else v for v in df[c]], dtype=object)
+    return df
