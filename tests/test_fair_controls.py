@@ -54,7 +54,7 @@ def _expected_dz(eta: float, gamma: float, N: int) -> np.ndarray:
 
     qs = [partial(centred_logp, j) for j in range(LOGITS.size)]
     res = expected_change(
-        LOGITS, CORRECT, N, eta, qs, rule="logprob", convention="grpo", gamma=gamma,
+        LOGITS, CORRECT, N, eta, qs, rule="logprob", advantage="grpo", gamma=gamma,
         method="enumerate",
     )  # fmt: skip
     means = np.array([res.mean[f"quantity_{j}"] for j in range(LOGITS.size)])

@@ -145,6 +145,15 @@ def simulate_cmd(
         "threshold, the first step runs reach it and M_ret there (computed in the kernel).",
         show_default="none",
     ),
+    controls: str | None = typer.Option(
+        None,
+        "--controls",
+        help="Matched vanilla controls of a focal config (gamma > 0), e.g. 'm,h,progress': "
+        "lr x m_gamma, lr x h_gamma/h_0, the progress-matched lr. Runs the config and the arms "
+        "(16 seeds unless --seeds) and shows per arm the median and IQR and the paired "
+        "focal-minus-arm difference of M_ret at each threshold (default 0.9,0.95,0.98).",
+        show_default="none",
+    ),
     threads: int | None = typer.Option(
         None, "--threads", help="Numba threads.", show_default="all"
     ),
@@ -209,6 +218,8 @@ def simulate_cmd(
         sweep["pass_k"] = [int(v) for v in parse_int_list(pass_k, "--pass-k", lo=1)]
     if thresholds is not None:
         sweep["thresholds"] = [float(v) for v in parse_float_list(thresholds, "--thresholds")]
+    if controls is not None:
+        sweep["controls"] = controls
     if subset:
         subs = dict(sweep.get("subsets", {}))
         given: set[str] = set()
@@ -229,6 +240,20 @@ def simulate_cmd(
     if spec.kind != "local":
         require_distributed(spec, "--scheduler")
     cfgs = expand_grid(sweep)
+    if any(c.controls for c in cfgs):
+        _check_controls(cfgs, spec, scheduler, "seeds" in sweep)
+        if "seeds" not in sweep:
+            from ..fair import DEFAULT_SEEDS
+
+            cfgs = [cfgs[0].replace(seeds=DEFAULT_SEEDS)]
+        if out is not None:
+            _check_out(out, 1)
+        if output is not None:
+            from ._common import check_output_path
+
+            check_output_path(output)
+        _run_controls(cfgs[0], out, threads, fmt, output)
+        return
     with_thr = any(c.thresholds for c in cfgs)
     if with_thr and (len(cfgs) > 1 or spec.kind != "local"):
         fail(
@@ -297,6 +322,52 @@ def _write(df, out: Path) -> None:
     except OSError as e:
         fail("--out", str(out), f"a writable path ({e.strerror or e})")
     typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+
+
+def _check_controls(cfgs: list, spec, scheduler: str, seeds_given: bool) -> None:
+    """Refuse what a matched comparison cannot do, with one line naming the option."""
+    c = cfgs[0]
+    names = ",".join(c.controls)
+    if len(cfgs) > 1 or spec.kind != "local":
+        fail(
+            "--controls",
+            names,
+            f"used with a single config run locally (this is {len(cfgs)} config(s) on {scheduler})",
+        )
+    if seeds_given and c.seeds < 2:
+        fail("--seeds", c.seeds, ">= 2 with --controls (a paired interval needs 2 seeds)")
+
+
+def _run_controls(cfg, out: Path | None, threads: int | None, fmt, output: Path | None) -> None:
+    """The matched comparison (one library call) and its summary; --out gets every row."""
+    from ..fair import run_comparison, summarize_comparison
+    from ..sim.budget import check_budget
+
+    check_budget(cfg, 1 if threads is None else threads)
+    try:
+        res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    pm = res.attrs.get("progress_match")
+    if pm is not None:
+        typer.echo(
+            f"progress match: lr {pm['lr']:.6g} (x{pm['multiplier']:.4g}), median final q_pos "
+            f"{pm['achieved']:.4f} vs focal {pm['target']:.4f} (tol {pm['q_tol']:g}, "
+            f"{len(pm['evaluations'])} simulations, matched {pm['matched']}, monotone "
+            f"{pm['monotone']})",
+            err=True,
+        )
+    if out is not None:
+        _write(res, out)
+    emit(
+        summarize_comparison(res),
+        fmt,
+        output,
+        title=f"simulate --controls: {cfg.seeds} seeds per arm; m_ret@t = M_ret at the first "
+        "step with q_pos >= t (runs that reach it); focal_minus_arm = paired difference of "
+        "medians [95% bootstrap]",
+    )
 
 
 def _thresholds_path(out: Path) -> Path:

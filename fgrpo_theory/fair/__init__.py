@@ -11,7 +11,13 @@ Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
 
 from __future__ import annotations
 
-from .compare import paired_differences, run_arms, run_comparison, subset_sizes
+from .compare import (
+    paired_differences,
+    run_arms,
+    run_comparison,
+    subset_sizes,
+    summarize_comparison,
+)
 from .controls import (
     ARM_NAMES,
     CONTROLS,
@@ -49,6 +55,7 @@ __all__ = [
     "run_arms",
     "run_comparison",
     "subset_sizes",
+    "summarize_comparison",
     "summarize_seeds",
     "summarize_thresholds",
     "threshold_metrics",

@@ -58,6 +58,9 @@ MAX_N = 100_000_000
 MAX_COUNT = 2**53
 #: Largest number of pass@k values (each is a full output column).
 MAX_PASS_K = 1024
+#: Matched vanilla controls of a focal config (:mod:`fgrpo_theory.fair.controls`): lr x m_gamma,
+#: lr x h_gamma / h_0 and the progress-matched lr.
+CONTROL_NAMES = ("m", "h", "progress")
 #: Largest number of Q_pos thresholds (each is a row per run of the threshold table).
 MAX_THRESHOLDS = 10_000
 #: Advantage presets the simulator accepts ("paper-sim" was removed: it is "dr-grpo").
@@ -156,6 +159,19 @@ def _thresholds(value: Any) -> tuple[float, ...]:
     return tuple(sorted(out))
 
 
+def _controls(value: Any) -> tuple[str, ...]:
+    """Control names of :data:`CONTROL_NAMES` (a list or a comma-separated string), in that
+    order, without repeats (the ``controls`` field)."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        fail("controls", value, "a list of " + ", ".join(CONTROL_NAMES))
+    for v in value:
+        if v not in CONTROL_NAMES:
+            fail("controls", v, "a list of " + ", ".join(CONTROL_NAMES))
+    return tuple(c for c in CONTROL_NAMES if c in value)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """One simulator experiment (validated on construction).
@@ -245,6 +261,11 @@ class SimConfig:
         Q_pos thresholds, each in (0, 1) (default none): per run and threshold the kernel records
         the first step whose Q_pos reaches it and M_ret, the subset masses and NLLs there
         (``simulate(config, tables=True).thresholds``; theory.md section 11).
+    controls : tuple of str
+        Matched vanilla controls of this focal config (gamma > 0), a subset of ``("m", "h",
+        "progress")`` (default none): the arms :func:`fgrpo_theory.fair.run_comparison` and
+        ``simulate --controls`` run besides the config itself (theory.md section 11).
+        :func:`fgrpo_theory.sim.simulate` runs the config alone and ignores it.
     """
 
     K: int = 6
@@ -281,6 +302,7 @@ class SimConfig:
     renorm_every: int = 10_000
     name: str = ""
     thresholds: tuple[float, ...] = ()
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -351,6 +373,13 @@ class SimConfig:
         if not isinstance(self.name, str):
             fail("name", self.name, "a string")
         s(self, "thresholds", _thresholds(self.thresholds))
+        s(self, "controls", _controls(self.controls))
+        if self.controls and self.gamma == 0:
+            fail(
+                "controls",
+                ",".join(self.controls),
+                "empty when gamma = 0 (a vanilla config has no focal weight to match)",
+            )
         if self.backend == "sumtree" and not self.sumtree_eligible():
             fail(
                 "backend",
@@ -376,7 +405,7 @@ class SimConfig:
         """Plain dict of the fields (JSON/TOML-friendly)."""
         d = dataclasses.asdict(self)
         d["subsets"] = dict(self.subsets)
-        for k in ("log_steps", "pass_k", "thresholds"):
+        for k in ("log_steps", "pass_k", "thresholds", "controls"):
             if d[k] is not None:
                 d[k] = list(d[k])
         return d
@@ -427,7 +456,8 @@ class _FrozenDict(dict):
 
 
 _FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
-_LIST_FIELDS = {"log_steps", "pass_k", "thresholds"}  # a plain list is the value; lists sweep
+# a plain list is the value, a list of lists a sweep
+_LIST_FIELDS = {"log_steps", "pass_k", "thresholds", "controls"}
 
 
 def _check_keys(d: Mapping[str, Any], where: str) -> None:
@@ -526,7 +556,7 @@ def load_config(path: str | Path) -> list[SimConfig]:
 
 
 #: Fields left out of :func:`config_hash` while empty (added after hashes were in use).
-_HASH_OMIT_IF_EMPTY = ("thresholds",)
+_HASH_OMIT_IF_EMPTY = ("thresholds", "controls")
 
 
 def config_hash(cfg: SimConfig) -> str:
