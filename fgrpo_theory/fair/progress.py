@@ -7,21 +7,22 @@ grid of thresholds this is the M_ret-against-Q_pos curve of the run (first passa
 
 This is the *log-based* implementation: it reads the long DataFrame of
 :func:`fgrpo_theory.sim.simulate`. It is exact when the run was logged at every step
-(``log_every = 1``); with a coarser log it returns the first *logged* step. A kernel
-implementation (no per-step log) can replace it and must agree with it on every-step logs.
+(``log_every = 1``); with a coarser log it returns the first *logged* step. The simulator's kernel
+records the same metrics after every step without any per-step log (``SimConfig.thresholds``,
+``simulate(cfg, tables=True).thresholds``), which :func:`~.compare.run_comparison` uses; this
+module's :func:`threshold_metrics` is its test oracle.
 
-Rare NLL (issue 11 item 3): the rise from step 0 of the mean ``-log p`` over a named rare subset
-S. The simulator logs only the subset's total mass ``m_S = sum_{k in S} p_k``, so:
+Rare NLL (issue 11 item 3): the rise from step 0 of the mean ``-log p`` over a named subset S.
+The simulator logs it exactly for any subset (``nll_<S>``, ``nll_rise_<S>``: ``logsumexp(z) -
+mean_{k in S} z_k``, whose oracle is :func:`mean_nll_from_logits`). From the subset masses alone
+(what :func:`threshold_metrics` reads):
 
 - for a single-action subset, ``-log p = -log m_S`` and the rise ``-log(m_S(t) / m_S(0))`` is
   exact (column ``nll_rise_<S>``);
 - for a larger subset the mean of ``-log p`` is not a function of ``m_S``; this module reports
   ``nll_of_mean_rise_<S> = -log(m_S(t) / m_S(0))``, the rise of ``-log`` of the subset's *mean*
   probability (a different quantity; by Jensen it is at most the mean NLL at each step, but the
-  rises are not ordered). The exact metric needs the kernel to log, per subset, ``sum_{k in S}
-  z_k`` (then mean NLL = ``logsumexp(z) - sum_{k in S} z_k / |S|``; the log-normalizer is already
-  computed for the softmax), which this module's :func:`mean_nll_from_logits` turns into the
-  metric.
+  rises are not ordered).
 """
 
 from __future__ import annotations
