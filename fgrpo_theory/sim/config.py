@@ -260,7 +260,8 @@ class SimConfig:
     thresholds : tuple of float
         Q_pos thresholds, each in (0, 1) (default none): per run and threshold the kernel records
         the first step whose Q_pos reaches it and M_ret, the subset masses and NLLs there
-        (``simulate(config, tables=True).thresholds``; theory.md section 11).
+        (``simulate(config, tables=True).thresholds``; theory.md section 11). Sweeps
+        (:func:`~fgrpo_theory.sim.run_sweep`) store the per-step logs only.
     controls : tuple of str
         Matched vanilla controls of this focal config (gamma > 0), a subset of ``("m", "h",
         "progress")`` (default none): the arms :func:`fgrpo_theory.fair.run_comparison` and
