@@ -176,8 +176,9 @@ def _controls(value: Any) -> tuple[str, ...]:
 class SimConfig:
     """One simulator experiment (validated on construction).
 
-    The surrogate (``rule``), the optimizer and the weight decay are options, as in docs/theory.md
-    section 10: the paper's text fixes neither, and the Fig. 2 picture depends on them.
+    The surrogate (``rule``), the optimizer and the weight decay are options, as in
+    docs/theory.md section 10: the paper's text fixes neither, and the Fig. 2 picture depends on
+    them.
 
     Parameters
     ----------
