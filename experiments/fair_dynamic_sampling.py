@@ -5,16 +5,14 @@ N = 1..128): Pr(B) of Lemma 3.1 and Pr(B | A_N) = Pr(B) / Pr(A_N), what a DAPO-s
 keeps only active groups trains on. Points: simulator frequencies with 95% Wilson intervals, from a
 frozen policy (K = 200 equal logits, actions 0..59 correct so mu = 0.3; rare subsets of 3, 6 and 12
 correct actions so tau = 0.015, 0.03, 0.06; SGD at lr 1e-12, so logits move by < 1e-8 over the
-run), dynamic sampling off and on: Pr(B) = tail misses / groups and Pr(B | A_N) = tail misses /
-active groups.
+run), dynamic sampling off and on.
 
 What the simulator counts: ``tail_miss_<subset>`` and ``active_frac`` refer to the *first draw*
-of each step, also under dynamic sampling (the redraws are only counted in ``resamples``). So with
-dynamic sampling on, the points estimate the same first-draw quantities, not the tail-miss
-frequency among the groups actually kept. A kept group that is active is distributed as an active
-first draw, so Pr(B | A_N) is also its expected kept-group frequency; measuring it directly needs
-the kernel to count, per logged interval, the kept groups that are active (``kept_active``) and
-those of them that miss each subset (``kept_tail_miss_<subset>``).
+of each step (also under dynamic sampling), ``kept_active`` and ``kept_tail_miss_<subset>`` to the
+group each step keeps and trains on (the last draw under dynamic sampling). Pr(B) = first-draw
+tail misses / groups (both settings); Pr(B | A_N) = first-draw tail misses / active first draws
+with dynamic sampling off, and kept tail misses / kept active groups with it on: the frequency
+among the groups a DAPO-style trainer actually trains on.
 Fast mode: 1,000 steps instead of 5,000 (per seed), marked FAST PREVIEW.
 """
 
@@ -52,17 +50,6 @@ class Params:
 PARAMS = Params()
 
 
-def _tail_miss_given_active(N, mu, tau):
-    """Pr(B | A_N) = Pr(B) / Pr(A_N) (theory.md section 12).
-
-    The one place to swap for ``fgrpo_theory.tail_miss.tail_miss_probability_given_active``
-    (being added on another branch) when it lands.
-    """
-    from fgrpo_theory.tail_miss import active_probability, tail_miss_probability
-
-    return tail_miss_probability(N, mu, tau) / active_probability(N, mu)
-
-
 def _wilson(k: np.ndarray, n: np.ndarray, z: float = 1.959963984540054):
     """95% Wilson score interval of a binomial proportion k / n."""
     k = np.asarray(k, dtype=float)
@@ -88,7 +75,7 @@ def _subsets(params: Params) -> dict[str, str]:
 def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     """Rows ``kind`` = closed (curves over N = 1..n_max) and sim (frequencies with intervals)."""
     from fgrpo_theory.sim import SimConfig, simulate
-    from fgrpo_theory.tail_miss import tail_miss_probability
+    from fgrpo_theory.tail_miss import tail_miss_probability, tail_miss_probability_given_active
 
     n = np.arange(1, params.n_max + 1)
     rows = []
@@ -96,7 +83,9 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
         tau = r * params.mu
         pb = tail_miss_probability(n, params.mu, tau)
         with np.errstate(invalid="ignore", divide="ignore"):
-            pba = np.where(n > 1, _tail_miss_given_active(np.maximum(n, 2), params.mu, tau), 0.0)
+            pba = np.where(
+                n > 1, tail_miss_probability_given_active(np.maximum(n, 2), params.mu, tau), 0.0
+            )
         rows.append(
             pd.DataFrame(
                 dict(kind="closed", N=n, rho=r, p_tail_miss=pb, p_tail_miss_given_active=pba)
@@ -116,10 +105,12 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
             d = d[d["step"] == steps]
             groups = int(d["groups"].sum())
             active = int(np.rint((d["active_frac"] * d["groups"]).sum()))
+            kept = int(d["kept_active"].sum())
             for r, name in zip(params.rho, subsets, strict=True):
                 miss = int(d[f"tail_miss_{name}"].sum())
+                kept_miss = int(d[f"kept_tail_miss_{name}"].sum())
                 lo_b, hi_b = _wilson(miss, groups)
-                lo_c, hi_c = _wilson(miss, active)
+                lo_c, hi_c = _wilson(kept_miss, kept)
                 rows.append(
                     pd.DataFrame(
                         [
@@ -134,7 +125,9 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
                                 p_tail_miss=miss / groups,
                                 lo=lo_b,
                                 hi=hi_b,
-                                p_tail_miss_given_active=miss / active,
+                                kept_active=kept,
+                                kept_tail_miss=kept_miss,
+                                p_tail_miss_given_active=kept_miss / kept,
                                 lo_given=lo_c,
                                 hi_given=hi_c,
                                 resamples=int(d["resamples"].sum()),
@@ -192,9 +185,9 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         fig,
         f"{PAPER}, theory.md section 12: mu = {params.mu:g}, tau = rho mu. Curves: closed forms. "
         f"Points: frequencies over {params.seeds} seeds x {steps:,} steps of a frozen simulator "
-        "policy (95% Wilson intervals); filled = dynamic sampling off, open = on. The simulator "
-        "counts tail misses on each step's first draw only, also under dynamic sampling, so the "
-        "open points estimate first-draw frequencies, not those among the kept groups.",
+        "policy (95% Wilson intervals); filled = dynamic sampling off, open = on. (a) counts "
+        "each step's first draw; (b) the group each step keeps and trains on (with dynamic "
+        "sampling on: among the kept groups, which are active).",
         width=170,
     )
     return fig

@@ -77,17 +77,23 @@ def _base_config(params: Params, N: int, fast: bool):
 
 def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     """Long table with a ``table`` column: trace, curve, diff, threshold, search."""
-    from fgrpo_theory.fair import paired_differences, run_arms, subset_sizes, threshold_metrics
+    from fgrpo_theory.fair import paired_differences, run_arms
 
     frames = []
+    grid_t = sorted(set(params.diff_grid) | set(params.thresholds))
     for N in params.fast_n if fast else params.n_values:
         cfg = _base_config(params, N, fast)
-        log = run_arms(cfg, params.controls, seeds=cfg.seeds, q_tol=params.q_tol)
-        rare = subset_sizes(cfg)
+        # every step logged for the per-seed traces; the equal-progress metrics come from the
+        # kernel's thresholds (the same numbers as fair.threshold_metrics on this log)
+        res = run_arms(
+            cfg, params.controls, seeds=cfg.seeds, q_tol=params.q_tol, thresholds=grid_t,
+            tables=True,
+        )  # fmt: skip
+        log, table = res.log, res.thresholds
         trace = log[["arm", "N", "seed_index", "step", "q_pos", "m_ret", "lr"]].assign(
             table="trace"
         )
-        grid = threshold_metrics(log, params.diff_grid, rare=rare)
+        grid = table[table["threshold"].isin(params.diff_grid)]
         curve = (
             grid[grid["reached"]]
             .groupby(["arm", "N", "threshold"])
@@ -96,7 +102,11 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
             .assign(table="curve")
         )
         diff = paired_differences(grid).assign(table="diff")
-        thr = threshold_metrics(log, params.thresholds, rare=rare).assign(table="threshold")
+        keep = ["arm", "N", "gamma", "lr", "lr_multiplier", "seed_index", "threshold", "reached"]
+        keep += ["step", "q_pos", "m_ret", *[c for c in table.columns if c.startswith("nll_")]]
+        keep += [c for c in table.columns if c.startswith("mass_")]
+        thr = table.loc[table["threshold"].isin(params.thresholds), keep]
+        thr = thr.assign(table="threshold")
         last = log[log["step"] == log["step"].max()]
         fin = last[["arm", "seed_index", "q_pos", "m_ret"]].rename(
             columns={"q_pos": "final_q_pos", "m_ret": "final_m_ret"}

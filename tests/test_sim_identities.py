@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.sim import SimConfig, simulate
-from fgrpo_theory.sim.kernels import new_state
+from fgrpo_theory.sim.kernels import n_metrics, new_state
 from fgrpo_theory.sim.keys import run_keys, stream_words
 from fgrpo_theory.sim.runner import _run_chunk, build_records, prepare
 
@@ -101,7 +101,7 @@ def test_bit_identical_for_1_and_2_threads_and_reruns(case):
 def _run_with_tables(cfg, adv_c, adv_w):
     a = prepare(cfg)
     a["adv_c"], a["adv_w"] = adv_c, adv_w
-    out = np.zeros((cfg.n_runs, len(a["log_steps"]), 6))
+    out = np.zeros((cfg.n_runs, len(a["log_steps"]), n_metrics(0)))
     rec = build_records(cfg, a)
     keys = run_keys(cfg.seed, cfg.n_runs)
     st = new_state(rec["prob"], rec["log"], rec["opt"], keys, rec["tree"] is not None)

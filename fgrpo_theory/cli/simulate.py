@@ -138,6 +138,22 @@ def simulate_cmd(
     pass_k: str | None = typer.Option(
         None, "--pass-k", help="k values of pass@k, e.g. '1,256'.", show_default=_dflt("pass_k")
     ),
+    thresholds: str | None = typer.Option(
+        None,
+        "--thresholds",
+        help="Q_pos thresholds in (0, 1), e.g. '0.9,0.95,0.98': the summary shows, per "
+        "threshold, the first step runs reach it and M_ret there (computed in the kernel).",
+        show_default="none",
+    ),
+    controls: str | None = typer.Option(
+        None,
+        "--controls",
+        help="Matched vanilla controls of a focal config (gamma > 0), e.g. 'm,h,progress': "
+        "lr x m_gamma, lr x h_gamma/h_0, the progress-matched lr. Runs the config and the arms "
+        "(16 seeds unless --seeds) and shows per arm the median and IQR and the paired "
+        "focal-minus-arm difference of M_ret at each threshold (default 0.9,0.95,0.98).",
+        show_default="none",
+    ),
     threads: int | None = typer.Option(
         None, "--threads", help="Numba threads.", show_default="all"
     ),
@@ -200,6 +216,10 @@ def simulate_cmd(
         sweep["rewards"] = rw
     if pass_k is not None:
         sweep["pass_k"] = [int(v) for v in parse_int_list(pass_k, "--pass-k", lo=1)]
+    if thresholds is not None:
+        sweep["thresholds"] = [float(v) for v in parse_float_list(thresholds, "--thresholds")]
+    if controls is not None:
+        sweep["controls"] = controls
     if subset:
         subs = dict(sweep.get("subsets", {}))
         given: set[str] = set()
@@ -220,6 +240,28 @@ def simulate_cmd(
     if spec.kind != "local":
         require_distributed(spec, "--scheduler")
     cfgs = expand_grid(sweep)
+    if any(c.controls for c in cfgs):
+        _check_controls(cfgs, spec, scheduler, "seeds" in sweep)
+        if "seeds" not in sweep:
+            from ..fair import DEFAULT_SEEDS
+
+            cfgs = [cfgs[0].replace(seeds=DEFAULT_SEEDS)]
+        if out is not None:
+            _check_out(out, 1)
+        if output is not None:
+            from ._common import check_output_path
+
+            check_output_path(output)
+        _run_controls(cfgs[0], out, threads, fmt, output)
+        return
+    with_thr = any(c.thresholds for c in cfgs)
+    if with_thr and (len(cfgs) > 1 or spec.kind != "local"):
+        fail(
+            "--thresholds",
+            ",".join(f"{t:g}" for t in cfgs[0].thresholds),
+            f"used with a single config run locally (a sweep stores per-step logs only; "
+            f"this is {len(cfgs)} config(s) on {scheduler})",
+        )
     if out is not None:
         _check_out(out, len(cfgs))
     if output is not None:
@@ -235,7 +277,10 @@ def simulate_cmd(
         check_budget(c, 1 if threads is None else threads)
     show = _est_seconds(cfgs) > _BAR_SECONDS
     try:
-        df = _run(cfgs, spec, out, resume, threads, show)
+        if with_thr:
+            df, thr = _run_thresholds(cfgs[0], out, threads, show)
+        else:
+            df = _run(cfgs, spec, out, resume, threads, show)
     except KeyboardInterrupt:
         # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
         # results are written only after a config completes (atomically), so nothing is half-written
@@ -244,6 +289,18 @@ def simulate_cmd(
     except MemoryError:
         fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
 
+    if with_thr:
+        from ..fair import summarize_thresholds
+
+        keys = [k for k in _SUMMARY_KEYS if k in thr.columns and (k != "name" or thr[k].any())]
+        emit(
+            summarize_thresholds(thr, by=keys),
+            fmt,
+            output,
+            title="simulate: first step with q_pos >= threshold; medians over the runs that "
+            "reach it",
+        )
+        return
     last = df[df["step"] == df["steps"]]
     metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
     metrics += [c for c in df.columns if c.startswith(("mass_", "pass_at_"))]
@@ -265,6 +322,81 @@ def _write(df, out: Path) -> None:
     except OSError as e:
         fail("--out", str(out), f"a writable path ({e.strerror or e})")
     typer.echo(f"wrote {len(df)} rows to {out}", err=True)
+
+
+def _check_controls(cfgs: list, spec, scheduler: str, seeds_given: bool) -> None:
+    """Refuse what a matched comparison cannot do, with one line naming the option."""
+    c = cfgs[0]
+    names = ",".join(c.controls)
+    if len(cfgs) > 1 or spec.kind != "local":
+        fail(
+            "--controls",
+            names,
+            f"used with a single config run locally (this is {len(cfgs)} config(s) on {scheduler})",
+        )
+    if seeds_given and c.seeds < 2:
+        fail("--seeds", c.seeds, ">= 2 with --controls (a paired interval needs 2 seeds)")
+
+
+def _run_controls(cfg, out: Path | None, threads: int | None, fmt, output: Path | None) -> None:
+    """The matched comparison (one library call) and its summary; --out gets every row."""
+    from ..fair import run_comparison, summarize_comparison
+    from ..sim.budget import check_budget
+
+    check_budget(cfg, 1 if threads is None else threads)
+    try:
+        res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+    pm = res.attrs.get("progress_match")
+    if pm is not None:
+        typer.echo(
+            f"progress match: lr {pm['lr']:.6g} (x{pm['multiplier']:.4g}), median final q_pos "
+            f"{pm['achieved']:.4f} vs focal {pm['target']:.4f} (tol {pm['q_tol']:g}, "
+            f"{len(pm['evaluations'])} simulations, matched {pm['matched']}, monotone "
+            f"{pm['monotone']})",
+            err=True,
+        )
+    if out is not None:
+        _write(res, out)
+    emit(
+        summarize_comparison(res),
+        fmt,
+        output,
+        title=f"simulate --controls: {cfg.seeds} seeds per arm; m_ret@t = M_ret at the first "
+        "step with q_pos >= t (runs that reach it); focal_minus_arm = paired difference of "
+        "medians [95% bootstrap]",
+    )
+
+
+def _thresholds_path(out: Path) -> Path:
+    """``run.parquet`` -> ``run.thresholds.parquet`` (the threshold table beside the log)."""
+    return out.with_name(f"{out.stem}.thresholds{out.suffix}")
+
+
+def _run_thresholds(cfg, out: Path | None, threads: int | None, show: bool):
+    """One config with thresholds: ``(log, threshold table)``; --out gets both files."""
+    from ..sim import simulate
+
+    if show:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("simulating", total=cfg.n_runs)
+            res = simulate(
+                cfg,
+                threads=threads,
+                progress=lambda d, t: bar.update(task, completed=d),
+                tables=True,
+            )
+    else:
+        res = simulate(cfg, threads=threads, tables=True)
+    if out is not None:
+        _write(res.log, out)
+        _write(res.thresholds, _thresholds_path(out))
+    return res.log, res.thresholds
 
 
 def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, show: bool):

@@ -11,7 +11,13 @@ Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
 
 from __future__ import annotations
 
-from .compare import paired_differences, run_arms, run_comparison, subset_sizes
+from .compare import (
+    paired_differences,
+    run_arms,
+    run_comparison,
+    subset_sizes,
+    summarize_comparison,
+)
 from .controls import (
     ARM_NAMES,
     CONTROLS,
@@ -22,7 +28,13 @@ from .controls import (
     m_multiplier,
     match_progress,
 )
-from .progress import DEFAULT_THRESHOLDS, progress_curve, rare_nll_rise, threshold_metrics
+from .progress import (
+    DEFAULT_THRESHOLDS,
+    progress_curve,
+    rare_nll_rise,
+    summarize_thresholds,
+    threshold_metrics,
+)
 from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
 
 __all__ = [
@@ -43,6 +55,8 @@ __all__ = [
     "run_arms",
     "run_comparison",
     "subset_sizes",
+    "summarize_comparison",
     "summarize_seeds",
+    "summarize_thresholds",
     "threshold_metrics",
 ]

@@ -1,26 +1,35 @@
-"""One call for a matched comparison: arms, every-step logs, equal-progress metrics, differences.
+"""One call for a matched comparison: arms, kernel equal-progress metrics, differences.
 
 :func:`run_arms` expands a focal config into its arms (:mod:`.controls`) and simulates them with
-the same seeds, every step logged; :func:`run_comparison` adds the equal-progress metrics
-(:mod:`.progress`) and is what ``fgrpo-theory simulate --controls m,h,progress`` calls;
+the same seeds; :func:`run_comparison` returns the equal-progress metrics that the simulator's
+kernel records (``SimConfig.thresholds``: the first step where Q_pos reaches each threshold, no
+per-step logging) and is what ``fgrpo-theory simulate --controls m,h,progress`` calls;
 :func:`paired_differences` turns its output into focal-minus-control differences with paired
-bootstrap intervals (:mod:`.stats`).
+bootstrap intervals (:mod:`.stats`) and :func:`summarize_comparison` into the CLI's summary.
+The log-based :func:`~.progress.threshold_metrics` computes the same numbers from every-step
+logs (the kernel's test oracle).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._validate import fail
-from .controls import arm_configs, check_controls, match_progress
-from .progress import DEFAULT_THRESHOLDS, check_thresholds, threshold_metrics
+from .controls import CONTROLS, arm_configs, check_controls, match_progress
+from .progress import DEFAULT_THRESHOLDS, _none_for_missing, _quantiles, check_thresholds
 from .stats import DEFAULT_SEEDS, paired_bootstrap_interval
 
-__all__ = ["run_arms", "run_comparison", "paired_differences", "subset_sizes"]
+__all__ = [
+    "run_arms",
+    "run_comparison",
+    "paired_differences",
+    "summarize_comparison",
+    "subset_sizes",
+]
 
 
 def subset_sizes(cfg: Any) -> dict[str, int]:
@@ -36,46 +45,73 @@ def _check_seeds(seeds: Any) -> int:
     return int(seeds)
 
 
+def _controls_of(cfg: Any, controls: Iterable[str] | str | None) -> tuple[str, ...]:
+    """``controls`` if given, else the config's ``controls`` field, else every control."""
+    if controls is None:
+        controls = getattr(cfg, "controls", ()) or tuple(CONTROLS)
+    return check_controls(controls)
+
+
 def run_arms(
     cfg: Any,
-    controls: Iterable[str] | str = ("m", "h", "progress"),
+    controls: Iterable[str] | str | None = None,
     *,
     seeds: int = DEFAULT_SEEDS,
     log_every: int = 1,
+    log_steps: Iterable[int] | None = None,
+    thresholds: Iterable[float] | None = None,
+    tables: bool = False,
     q_tol: float = 2e-3,
     max_evals: int = 14,
     threads: int | None = None,
-) -> pd.DataFrame:
-    """Simulate the focal config and its controls; long per-step log with ``arm`` columns.
+) -> Any:
+    """Simulate the focal config and its controls; per-step log with ``arm`` columns.
 
     Every arm runs ``seeds`` seeds from the config's base seed (seed s of every arm shares random
     numbers). Columns: those of :func:`fgrpo_theory.sim.simulate`, plus ``arm`` (one of
-    :data:`~.controls.ARM_NAMES`) and ``lr_multiplier`` (the factor on the focal lr). The
-    progress search is in ``df.attrs["progress_match"]`` (a dict) when requested.
+    :data:`~.controls.ARM_NAMES`) and ``lr_multiplier`` (the factor on the focal lr). Logged
+    every ``log_every`` steps, or at ``log_steps`` (which must include the last step).
+    ``controls`` defaults to the config's ``controls`` field, else every control.
+    ``thresholds`` (default: the config's) are tracked by the kernel; with ``tables=True`` the
+    result is :class:`fgrpo_theory.sim.runner.SimTables` ``(log, thresholds)``, both with the arm
+    columns. The progress search is in ``.attrs["progress_match"]`` (a dict) when requested.
     """
     from ..sim import simulate
+    from .controls import _check_focal
 
-    ctl = check_controls(controls)
-    cfg = cfg.replace(seeds=_check_seeds(seeds), log_every=log_every, log_steps=None)
-    frames = []
-    focal = simulate(cfg, threads=threads)
+    _check_focal(cfg)
+    ctl = _controls_of(cfg, controls)
+    seeds = _check_seeds(seeds)
+    thr = cfg.thresholds if thresholds is None else tuple(check_thresholds(thresholds))
+    if log_steps is not None:
+        steps = sorted({int(s) for s in log_steps} | {cfg.steps})
+        cfg = cfg.replace(seeds=seeds, log_steps=tuple(steps), controls=(), thresholds=thr)
+    else:
+        cfg = cfg.replace(
+            seeds=seeds, log_every=log_every, log_steps=None, controls=(), thresholds=thr
+        )
+    arms = arm_configs(cfg, ctl, progress=None) if "progress" not in ctl else None
+    focal = simulate(cfg, threads=threads, tables=True)
     pm = None
     if "progress" in ctl:
-        last = focal[focal["step"] == cfg.steps]
+        last = focal.log[focal.log["step"] == cfg.steps]
         pm = match_progress(
             cfg,
             q_tol=q_tol,
             max_evals=max_evals,
             focal_final=float(np.median(last["q_pos"].to_numpy())),
-            simulate_fn=lambda c: simulate(c, threads=threads),
+            simulate_fn=lambda c: simulate(c.replace(thresholds=()), threads=threads),
         )
-    for arm, mult, c in arm_configs(cfg, ctl, progress=pm):
-        df = focal if arm == "focal" else simulate(c, threads=threads)
-        df = df.assign(arm=arm, lr_multiplier=mult)
-        frames.append(df)
-    out = pd.concat(frames, ignore_index=True)
+        arms = arm_configs(cfg, ctl, progress=pm)
+    logs, thrs = [], []
+    for arm, mult, c in arms:
+        res = focal if arm == "focal" else simulate(c, threads=threads, tables=True)
+        logs.append(res.log.assign(arm=arm, lr_multiplier=mult))
+        thrs.append(res.thresholds.assign(arm=arm, lr_multiplier=mult))
+    log = pd.concat(logs, ignore_index=True)
+    table = pd.concat(thrs, ignore_index=True)
     if pm is not None:
-        out.attrs["progress_match"] = {
+        info = {
             "lr": pm.lr,
             "multiplier": pm.multiplier,
             "target": pm.target,
@@ -85,40 +121,51 @@ def run_arms(
             "monotone": pm.monotone,
             "evaluations": [list(e) for e in pm.evaluations],
         }
-    return out
+        log.attrs["progress_match"] = info
+        table.attrs["progress_match"] = info
+    if tables:
+        from ..sim.runner import SimTables
+
+        return SimTables(log, table)
+    return log
 
 
 def run_comparison(
     cfg: Any,
-    controls: Iterable[str] | str = ("m", "h", "progress"),
+    controls: Iterable[str] | str | None = None,
     *,
     seeds: int = DEFAULT_SEEDS,
-    thresholds: Iterable[float] = DEFAULT_THRESHOLDS,
-    rare: Mapping[str, int] | None = None,
+    thresholds: Iterable[float] | None = None,
     q_tol: float = 2e-3,
     max_evals: int = 14,
     threads: int | None = None,
 ) -> pd.DataFrame:
     """Equal-progress metrics of a focal config against its matched controls.
 
-    Runs :func:`run_arms` (every step logged) and returns :func:`~.progress.threshold_metrics`:
-    one row per arm, seed and threshold, with ``arm``, ``lr``, ``lr_multiplier``, ``N``,
-    ``seed_index``, ``threshold``, ``reached``, ``step``, ``q_pos``, ``m_ret``, the subset
-    columns (``rare`` defaults to every subset of the config), plus ``final_q_pos`` and
-    ``final_m_ret`` at the last step. ``df.attrs["progress_match"]`` holds the progress search.
+    Runs :func:`run_arms` with only steps 0 and the last logged and the thresholds tracked in
+    the kernel (``thresholds`` default: the config's, else :data:`~.progress.DEFAULT_THRESHOLDS`;
+    ``controls`` default: the config's, else every control). One row per arm, run and threshold:
+    the columns of the simulator's threshold table (``threshold``, ``reached``, ``step``,
+    ``q_pos``, ``m_ret``, ``entropy``, ``mass_<s>``, ``nll_<s>``, ``nll_rise_<s>`` for every
+    subset; NaN where not reached, never imputed; config columns), plus ``arm``,
+    ``lr_multiplier``, ``final_q_pos`` and ``final_m_ret`` (at the last step).
+    ``df.attrs["progress_match"]`` holds the progress search.
     """
-    t = check_thresholds(thresholds)
-    if rare is None:
-        rare = subset_sizes(cfg) or None
-    log = run_arms(cfg, controls, seeds=seeds, q_tol=q_tol, max_evals=max_evals, threads=threads)
-    res = threshold_metrics(log, t, rare=rare)
-    last = log[log["step"] == log["step"].max()]
-    fin = last[["arm", "seed_index", "q_pos", "m_ret"]].rename(
+    if thresholds is None:
+        thresholds = cfg.thresholds or DEFAULT_THRESHOLDS
+    t = tuple(check_thresholds(thresholds))
+    res = run_arms(
+        cfg, controls, seeds=seeds, log_steps=(0,), thresholds=t, tables=True, q_tol=q_tol,
+        max_evals=max_evals, threads=threads,
+    )  # fmt: skip
+    log, table = res.log, res.thresholds
+    last = log[log["step"] == log["steps"]]
+    fin = last[["arm", "run", "q_pos", "m_ret"]].rename(
         columns={"q_pos": "final_q_pos", "m_ret": "final_m_ret"}
     )
-    res = res.merge(fin, on=["arm", "seed_index"], how="left", validate="many_to_one")
-    res.attrs.update(log.attrs)
-    return res
+    out = table.merge(fin, on=["arm", "run"], how="left", validate="many_to_one")
+    out.attrs.update(table.attrs)
+    return out
 
 
 def paired_differences(
@@ -171,3 +218,70 @@ def paired_differences(
                 )
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def summarize_comparison(
+    metrics: pd.DataFrame,
+    *,
+    metric: str = "m_ret",
+    focal: str = "focal",
+    level: float = 0.95,
+    n_boot: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per arm: median and IQR of the final Q_pos and M_ret and of ``metric`` at each threshold,
+    with the paired focal-minus-arm difference of medians and its bootstrap interval there.
+
+    ``metrics`` is the output of :func:`run_comparison`. One row per arm and quantity
+    (``quantity`` = ``final_q_pos``, ``final_m_ret`` or ``<metric>@<threshold>``): ``arm``,
+    ``lr``, ``lr_multiplier``, ``seeds`` (runs with a value: those that reached the threshold),
+    ``median``, ``q25``, ``q75``, and for threshold rows of control arms ``pairs``,
+    ``focal_minus_arm``, ``lo``, ``hi`` (:func:`paired_differences`; ``None`` with fewer than 2
+    pairs). Missing values are ``None`` (JSON null), never NaN.
+    """
+    for col in ("arm", "lr", "lr_multiplier", "final_q_pos", "final_m_ret", "threshold"):
+        if col not in metrics.columns:
+            fail("metrics", f"a table without column {col!r}", "the output of run_comparison")
+    diff = paired_differences(
+        metrics, metric=metric, focal=focal, level=level, n_boot=n_boot, seed=seed
+    )
+    arms = list(dict.fromkeys(metrics["arm"]))
+    thresholds = sorted(metrics["threshold"].unique())
+    f_hit = metrics[(metrics["arm"] == focal) & metrics["reached"].to_numpy(bool)]
+    rows = []
+    for arm in arms:
+        a = metrics[metrics["arm"] == arm]
+        base = {
+            "arm": arm,
+            "lr": float(a["lr"].iloc[0]),
+            "lr_multiplier": float(a["lr_multiplier"].iloc[0]),
+        }
+        once = a[a["threshold"] == thresholds[0]]  # one row per run
+        for q in ("final_q_pos", "final_m_ret"):
+            x = once[q].to_numpy(float)
+            med, q25, q75 = _quantiles(x)
+            rows.append({**base, "quantity": q, "seeds": x.size, "median": med, "q25": q25,
+                         "q75": q75})  # fmt: skip
+        for t in thresholds:
+            g = a[(a["threshold"] == t) & a["reached"].to_numpy(bool)]
+            x = g[metric].to_numpy(float)
+            med, q25, q75 = _quantiles(x)
+            row = {**base, "quantity": f"{metric}@{t:g}", "seeds": x.size, "median": med,
+                   "q25": q25, "q75": q75}  # fmt: skip
+            if arm != focal:
+                d = diff[(diff["control"] == arm) & (diff["threshold"] == t)] if len(diff) else diff
+                fset = set(f_hit.loc[f_hit["threshold"] == t, "seed_index"])
+                row["pairs"] = len(fset & set(g["seed_index"]))
+                if len(d):
+                    r = d.iloc[0]
+                    row.update(focal_minus_arm=r["estimate"], lo=r["lo"], hi=r["hi"])
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    for c in ("pairs", "focal_minus_arm", "lo", "hi"):
+        if c not in out.columns:
+            out[c] = None
+    out = _none_for_missing(out)
+    out["pairs"] = pd.Series(
+        [None if v is None or pd.isna(v) else int(v) for v in out["pairs"]], dtype=object
+    )
+    return out

@@ -220,7 +220,7 @@ def match_progress(
 
     def f(log_lr: float) -> float:
         lr = math.exp(log_lr)
-        q = _median_final_q(sim(cfg.replace(gamma=0.0, lr=lr, **last_only)))
+        q = _median_final_q(sim(cfg.replace(gamma=0.0, lr=lr, controls=(), **last_only)))
         evals.append((lr, q))
         return q - target
 
@@ -305,8 +305,8 @@ def arm_configs(
     out = []
     for name, mult, c in arms:
         if isinstance(c, float):  # the matched lr itself (not lr x multiplier: no round-off)
-            c = cfg.replace(gamma=0.0, lr=c)
+            c = cfg.replace(gamma=0.0, lr=c, controls=())
         if c is None:
-            c = cfg.replace(gamma=0.0, lr=cfg.lr * mult)
+            c = cfg.replace(gamma=0.0, lr=cfg.lr * mult, controls=())
         out.append((name, float(mult), c))
     return out

@@ -7,21 +7,22 @@ grid of thresholds this is the M_ret-against-Q_pos curve of the run (first passa
 
 This is the *log-based* implementation: it reads the long DataFrame of
 :func:`fgrpo_theory.sim.simulate`. It is exact when the run was logged at every step
-(``log_every = 1``); with a coarser log it returns the first *logged* step. A kernel
-implementation (no per-step log) can replace it and must agree with it on every-step logs.
+(``log_every = 1``); with a coarser log it returns the first *logged* step. The simulator's kernel
+records the same metrics after every step without any per-step log (``SimConfig.thresholds``,
+``simulate(cfg, tables=True).thresholds``), which :func:`~.compare.run_comparison` uses; this
+module's :func:`threshold_metrics` is its test oracle.
 
-Rare NLL (issue 11 item 3): the rise from step 0 of the mean ``-log p`` over a named rare subset
-S. The simulator logs only the subset's total mass ``m_S = sum_{k in S} p_k``, so:
+Rare NLL (issue 11 item 3): the rise from step 0 of the mean ``-log p`` over a named subset S.
+The simulator logs it exactly for any subset (``nll_<S>``, ``nll_rise_<S>``: ``logsumexp(z) -
+mean_{k in S} z_k``, whose oracle is :func:`mean_nll_from_logits`). From the subset masses alone
+(what :func:`threshold_metrics` reads):
 
 - for a single-action subset, ``-log p = -log m_S`` and the rise ``-log(m_S(t) / m_S(0))`` is
   exact (column ``nll_rise_<S>``);
 - for a larger subset the mean of ``-log p`` is not a function of ``m_S``; this module reports
   ``nll_of_mean_rise_<S> = -log(m_S(t) / m_S(0))``, the rise of ``-log`` of the subset's *mean*
   probability (a different quantity; by Jensen it is at most the mean NLL at each step, but the
-  rises are not ordered). The exact metric needs the kernel to log, per subset, ``sum_{k in S}
-  z_k`` (then mean NLL = ``logsumexp(z) - sum_{k in S} z_k / |S|``; the log-normalizer is already
-  computed for the softmax), which this module's :func:`mean_nll_from_logits` turns into the
-  metric.
+  rises are not ordered).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "mean_nll_from_logits",
     "threshold_metrics",
     "progress_curve",
+    "summarize_thresholds",
 ]
 
 #: Q_pos thresholds of the equal-progress comparison. 0.98 is the independent review's threshold
@@ -212,3 +214,49 @@ def progress_curve(
     if grid is None:
         grid = np.round(np.arange(0.640, 0.9981, 0.002), 6)
     return threshold_metrics(log, grid, rare=rare)
+
+
+def _quantiles(x: np.ndarray) -> tuple[Any, Any, Any]:
+    """(median, q25, q75) of ``x``, or Nones for an empty sample (never NaN)."""
+    if x.size == 0:
+        return None, None, None
+    q25, q50, q75 = np.percentile(x, [25, 50, 75])
+    return float(q50), float(q25), float(q75)
+
+
+def summarize_thresholds(table: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Median (and IQR for M_ret) over the runs that reach each threshold.
+
+    ``table`` is a threshold table (``simulate(cfg, tables=True).thresholds`` or
+    :func:`run_comparison`); ``by`` are extra grouping columns (e.g. ``arm`` or config columns).
+    One row per group and threshold: ``runs``, ``reached`` (count), then over the reaching runs
+    the medians of ``step``, ``q_pos``, ``m_ret`` (with ``m_ret_q25``, ``m_ret_q75``) and of every
+    ``nll_rise_<subset>``. Groups no run reaches carry ``None`` (never NaN, never imputed).
+    """
+    for col in ("threshold", "reached", "step", "q_pos", "m_ret"):
+        if col not in table.columns:
+            fail("table", f"a table without column {col!r}", "a threshold table")
+    by = [c for c in by if c in table.columns]
+    rises = [c for c in table.columns if c.startswith("nll_rise_")]
+    rows = []
+    for key, g in table.groupby([*by, "threshold"], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        hit = g[g["reached"].to_numpy(bool)]
+        row: dict[str, Any] = dict(zip([*by, "threshold"], key, strict=True))
+        row["runs"] = len(g)
+        row["reached"] = len(hit)
+        row["step"] = _quantiles(hit["step"].to_numpy(float))[0]
+        row["q_pos"] = _quantiles(hit["q_pos"].to_numpy(float))[0]
+        row["m_ret"], row["m_ret_q25"], row["m_ret_q75"] = _quantiles(hit["m_ret"].to_numpy(float))
+        for c in rises:
+            row[c] = _quantiles(hit[c].to_numpy(float))[0]
+        rows.append(row)
+    return _none_for_missing(pd.DataFrame(rows))
+
+
+def _none_for_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns with missing values as objects holding ``None`` (JSON null), never NaN."""
+    for c in df.columns:
+        if df[c].isna().any():
+            df[c] = pd.Series([None if pd.isna(v) else v for v in df[c]], dtype=object)
+    return df

@@ -77,8 +77,14 @@ def estimate(cfg: SimConfig) -> Estimate:
     """Estimated single-core seconds, output rows and bytes, and per-run working bytes."""
     per_step = cfg.inner_updates * (SECONDS_PER_ACTION * cfg.K + SECONDS_PER_SAMPLE * cfg.N)
     rows = cfg.n_runs * _n_log(cfg)
-    n_cols = 6 + 2 * len(cfg.subsets) + len(cfg.pass_k)
+    n_sub = len(cfg.subsets)
+    # q_pos, m_ret, entropy, groups, active_frac, resamples, kept_active; per subset mass,
+    # tail_miss, nll, nll_rise, kept_tail_miss; pass@k
+    n_cols = 7 + 5 * n_sub + len(cfg.pass_k)
     out_bytes = OUTPUT_PEAK_FACTOR * rows * (ROW_BYTES_FIXED + 8 * n_cols)
+    # the threshold table: a row per run and threshold (step, reached, 4 + 3 n_sub metrics)
+    thr_rows = cfg.n_runs * len(cfg.thresholds)
+    out_bytes += OUTPUT_PEAK_FACTOR * thr_rows * (ROW_BYTES_FIXED + 8 * (6 + 3 * n_sub))
     return Estimate(cfg.n_runs * cfg.steps * per_step, rows, out_bytes, _run_bytes(cfg))
 
 

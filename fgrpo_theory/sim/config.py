@@ -58,6 +58,11 @@ MAX_N = 100_000_000
 MAX_COUNT = 2**53
 #: Largest number of pass@k values (each is a full output column).
 MAX_PASS_K = 1024
+#: Matched vanilla controls of a focal config (:mod:`fgrpo_theory.fair.controls`): lr x m_gamma,
+#: lr x h_gamma / h_0 and the progress-matched lr.
+CONTROL_NAMES = ("m", "h", "progress")
+#: Largest number of Q_pos thresholds (each is a row per run of the threshold table).
+MAX_THRESHOLDS = 10_000
 #: Advantage presets the simulator accepts ("paper-sim" was removed: it is "dr-grpo").
 REMOVED_PRESETS = {"paper-sim": "dr-grpo"}
 
@@ -133,6 +138,38 @@ def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tup
         fail(name, value, "a non-empty list of integers")
     out = tuple(sorted({_as_int(name, v, lo, hi) for v in value}))
     return out
+
+
+def _thresholds(value: Any) -> tuple[float, ...]:
+    """Sorted unique Q_pos thresholds, each in (0, 1) (the ``thresholds`` field)."""
+    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list | tuple | np.ndarray):
+        fail("thresholds", value, "a list of numbers in (0, 1)")
+    if len(value) > MAX_THRESHOLDS:
+        fail("thresholds", f"{len(value)} values", f"at most {MAX_THRESHOLDS} values")
+    out = set()
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            fail("thresholds", v, "a list of numbers in (0, 1)")
+        f = float(v)
+        if not 0.0 < f < 1.0:  # also refuses NaN
+            fail("thresholds", v, "in (0, 1)")
+        out.add(f)
+    return tuple(sorted(out))
+
+
+def _controls(value: Any) -> tuple[str, ...]:
+    """Control names of :data:`CONTROL_NAMES` (a list or a comma-separated string), in that
+    order, without repeats (the ``controls`` field)."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        fail("controls", value, "a list of " + ", ".join(CONTROL_NAMES))
+    for v in value:
+        if v not in CONTROL_NAMES:
+            fail("controls", v, "a list of " + ", ".join(CONTROL_NAMES))
+    return tuple(c for c in CONTROL_NAMES if c in value)
 
 
 @dataclass(frozen=True)
@@ -220,6 +257,16 @@ class SimConfig:
         Sum-tree path: rebuild the tree from the logits (fresh shift) every this many steps.
     name : str
         Free label copied into the output.
+    thresholds : tuple of float
+        Q_pos thresholds, each in (0, 1) (default none): per run and threshold the kernel records
+        the first step whose Q_pos reaches it and M_ret, the subset masses and NLLs there
+        (``simulate(config, tables=True).thresholds``; theory.md section 11). Sweeps
+        (:func:`~fgrpo_theory.sim.run_sweep`) store the per-step logs only.
+    controls : tuple of str
+        Matched vanilla controls of this focal config (gamma > 0), a subset of ``("m", "h",
+        "progress")`` (default none): the arms :func:`fgrpo_theory.fair.run_comparison` and
+        ``simulate --controls`` run besides the config itself (theory.md section 11).
+        :func:`fgrpo_theory.sim.simulate` runs the config alone and ignores it.
     """
 
     K: int = 6
@@ -255,6 +302,8 @@ class SimConfig:
     sampler: str = "auto"
     renorm_every: int = 10_000
     name: str = ""
+    thresholds: tuple[float, ...] = ()
+    controls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -324,6 +373,14 @@ class SimConfig:
         s(self, "renorm_every", _as_int("renorm_every", self.renorm_every, 1))
         if not isinstance(self.name, str):
             fail("name", self.name, "a string")
+        s(self, "thresholds", _thresholds(self.thresholds))
+        s(self, "controls", _controls(self.controls))
+        if self.controls and self.gamma == 0:
+            fail(
+                "controls",
+                ",".join(self.controls),
+                "empty when gamma = 0 (a vanilla config has no focal weight to match)",
+            )
         if self.backend == "sumtree" and not self.sumtree_eligible():
             fail(
                 "backend",
@@ -349,7 +406,7 @@ class SimConfig:
         """Plain dict of the fields (JSON/TOML-friendly)."""
         d = dataclasses.asdict(self)
         d["subsets"] = dict(self.subsets)
-        for k in ("log_steps", "pass_k"):
+        for k in ("log_steps", "pass_k", "thresholds", "controls"):
             if d[k] is not None:
                 d[k] = list(d[k])
         return d
@@ -400,7 +457,8 @@ class _FrozenDict(dict):
 
 
 _FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
-_LIST_FIELDS = {"log_steps", "pass_k"}  # a plain list is the value; a list of lists is a sweep
+# a plain list is the value, a list of lists a sweep
+_LIST_FIELDS = {"log_steps", "pass_k", "thresholds", "controls"}
 
 
 def _check_keys(d: Mapping[str, Any], where: str) -> None:
@@ -498,6 +556,10 @@ def load_config(path: str | Path) -> list[SimConfig]:
     return expand_grid(load_sweep(path))
 
 
+#: Fields left out of :func:`config_hash` while empty (added after hashes were in use).
+_HASH_OMIT_IF_EMPTY = ("thresholds", "controls")
+
+
 def config_hash(cfg: SimConfig) -> str:
     """Stable 16-hex-digit hash of a config's fields and the package version.
 
@@ -506,6 +568,9 @@ def config_hash(cfg: SimConfig) -> str:
     from .. import __version__
 
     d = cfg.to_dict()
+    for k in _HASH_OMIT_IF_EMPTY:  # fields added later: an empty value keeps the older hashes
+        if not d[k]:
+            del d[k]
     if _spec.is_logit_file(cfg.logits):
         d["logits_file_sha256"] = hashlib.sha256(Path(cfg.logits.strip()).read_bytes()).hexdigest()
     payload = json.dumps({"version": __version__, "config": d}, sort_keys=True)

@@ -26,7 +26,13 @@ surrogate (``f = p``, the paper's simulation; cf. P-5). For GRPO and DAPO (PPO c
 inner update ``r = 1`` exactly, so all three coincide.
 
 Metric layout of ``out[..., :]``: 0 q_pos, 1 m_ret, 2 entropy, 3 groups, 4 active, 5 resamples,
-then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts.
+then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts, then ``n_sub`` subset mean NLLs,
+then the kept-group counters of dynamic sampling (kept active groups, then ``n_sub`` tail misses
+among them); see :func:`n_metrics` and the ``m_*`` offset helpers.
+
+Equal-progress thresholds (``Logging.thresholds``, theory.md section 11): each run records, per
+threshold t, the first step whose Q_pos is >= t and the metrics row of that step (``thr_out``,
+``thr_step``; step -1 = not reached), without any per-step logging; see :func:`_thr_check`.
 """
 
 from __future__ import annotations
@@ -182,7 +188,22 @@ SAMPLER_IID, SAMPLER_SORTED = 0, 1
 
 def n_metrics(n_sub: int) -> int:
     """Number of metric slots for ``n_sub`` named subsets."""
+    return M_SUB0 + 4 * n_sub + 1
+
+
+def m_nll(n_sub: int) -> int:
+    """First slot of the subsets' mean NLLs (``n_sub`` slots)."""
     return M_SUB0 + 2 * n_sub
+
+
+def m_kept_active(n_sub: int) -> int:
+    """Slot of the count of kept active groups (dynamic sampling)."""
+    return M_SUB0 + 3 * n_sub
+
+
+def m_kept_tail(n_sub: int) -> int:
+    """First slot of the tail-miss counts among kept active groups (``n_sub`` slots)."""
+    return M_SUB0 + 3 * n_sub + 1
 
 
 @jit_elementwise
@@ -311,16 +332,19 @@ def _kadd(acc, cmp, j, x):
 
 @jit_fast
 def _metrics(z, correct, submask, p0, sum_p0c, row):
-    """Q_pos, M_ret (P-26), entropy and subset masses of softmax(z) into ``row``.
+    """Q_pos, M_ret (P-26), entropy, subset masses and subset mean NLLs of softmax(z) into ``row``.
 
     Computed from the logits at logged steps only (O(K)), with compensated sums, so the logged
-    values are accurate to a few ulps whatever K.
+    values are accurate to a few ulps whatever K. The mean NLL of a subset S (issue 11 item 3) is
+    ``(1/|S|) sum_{k in S} -log p_k = logsumexp(z) - (1/|S|) sum_{k in S} z_k``, summed from the
+    same ``log p_k`` as the entropy (exact for any |S|, also a single action).
     """
     K = z.shape[0]
     n_sub = submask.shape[0]
     m = _max(z)
-    acc = np.zeros(4 + n_sub)
-    cmp = np.zeros(4 + n_sub)
+    acc = np.zeros(4 + 2 * n_sub)
+    cmp = np.zeros(4 + 2 * n_sub)
+    size = np.zeros(n_sub, np.int64)
     for i in range(K):
         _kadd(acc, cmp, 0, np.exp(z[i] - m))
     ls = np.log(acc[0] + cmp[0])
@@ -336,11 +360,14 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
         for j in range(n_sub):
             if submask[j, i]:
                 _kadd(acc, cmp, 4 + j, p)
+                _kadd(acc, cmp, 4 + n_sub + j, -lp)
+                size[j] += 1
     row[M_QPOS] = acc[2] + cmp[2]
     row[M_MRET] = 1.0 - (acc[3] + cmp[3]) / sum_p0c
     row[M_ENT] = acc[1] + cmp[1]
     for j in range(n_sub):
         row[M_SUB0 + j] = acc[4 + j] + cmp[4 + j]
+        row[M_SUB0 + 2 * n_sub + j] = (acc[4 + n_sub + j] + cmp[4 + n_sub + j]) / size[j]
 
 
 @jit_fast_inline
@@ -354,6 +381,12 @@ def _log_row(z, correct, submask, p0, sum_p0c, row, groups, active, resamples, t
     for s in range(n_sub):
         row[M_SUB0 + n_sub + s] = tails[s]
         tails[s] = 0
+    # kept-group counters (dynamic sampling): tails[n_sub + s] and tails[2 n_sub]
+    row[M_SUB0 + 3 * n_sub] = tails[2 * n_sub]
+    tails[2 * n_sub] = 0
+    for s in range(n_sub):
+        row[M_SUB0 + 3 * n_sub + 1 + s] = tails[n_sub + s]
+        tails[n_sub + s] = 0
 
 
 _BLOCK = 64  # actions per block of the i.i.d. sampler's two-level CDF
@@ -572,10 +605,12 @@ class Optimizer(NamedTuple):
 
 
 class Logging(NamedTuple):
-    """Which steps are logged and which subsets are measured."""
+    """Which steps are logged, which subsets are measured, which Q_pos thresholds are tracked."""
 
     log_steps: np.ndarray  # int64[n_log], sorted
     submask: np.ndarray  # uint8[n_sub, K]
+    thresholds: np.ndarray  # float64[n_thr], sorted ascending, each in (0, 1)
+    n_steps: int  # total steps of a run (the last state is checked against the thresholds)
 
 
 class Tree(NamedTuple):
@@ -595,8 +630,10 @@ class State(NamedTuple):
     """Everything a run carries from one chunk of steps to the next (one row per run).
 
     ``z`` logits; ``mm``/``vv`` Adam moments (width 1 for SGD); ``rng`` the random stream
-    ``[key, counter]``; ``ints`` the slots ``I_*``; ``tails`` the tail-miss counters since the last
-    logged step; ``tree``/``shift`` the sum tree and its shift (width 1 on the dense path).
+    ``[key, counter]``; ``ints`` the slots ``I_*``; ``tails`` the counters since the last logged
+    step (``n_sub`` first-draw tail misses, ``n_sub`` tail misses among kept active groups, then
+    the kept active groups); ``tree``/``shift`` the sum tree and its shift (width 1 on the dense
+    path).
     """
 
     z: np.ndarray
@@ -625,7 +662,7 @@ def new_state(prob: Problem, log: Logging, opt: Optimizer, keys: np.ndarray, tre
         vv=np.zeros((R, width)),
         rng=rng,
         ints=np.zeros((R, N_INTS), np.int64),
-        tails=np.zeros((R, log.submask.shape[0]), np.int64),
+        tails=np.zeros((R, 2 * log.submask.shape[0] + 1), np.int64),
         tree=np.zeros((R, 2 * P if tree else 1)),
         shift=np.zeros(R),
     )
@@ -645,7 +682,83 @@ def _first_row(z, correct, submask, p0, sum_p0c, log_steps, out):
         out[0, j] = 0.0
     for s in range(n_sub):
         out[0, M_SUB0 + n_sub + s] = 0.0
+    for j in range(M_SUB0 + 3 * n_sub, M_SUB0 + 4 * n_sub + 1):  # kept-group counters
+        out[0, j] = 0.0
     return 1
+
+
+#: The cheap per-step Q_pos (uncompensated sums of the step's exp(z - max)) selects the steps at
+#: which the exact Q_pos of :func:`_metrics` decides a threshold: those with cheap Q_pos >= t -
+#: THR_MARGIN. Its error (a few ulps per summed term, <= 1e-8 relative at K = 1e8) is far below.
+THR_MARGIN = 1e-6
+
+
+@jit_fast_inline
+def _thr_pending(thr_step):
+    """Index of the first threshold not reached yet (thresholds are sorted ascending)."""
+    n = 0
+    while n < thr_step.shape[0] and thr_step[n] >= 0:
+        n += 1
+    return n
+
+
+@jit_fast
+def _thr_check(z, correct, submask, p0, sum_p0c, thresholds, ti, step, scratch, thr_out,
+               thr_step):  # fmt: skip
+    """Exact metrics of softmax(z) (the state after ``step``) into ``scratch``; every pending
+    threshold its Q_pos reaches gets ``step`` and the row. Returns the next pending index."""
+    _metrics(z, correct, submask, p0, sum_p0c, scratch)
+    q = scratch[M_QPOS]
+    n_thr = thresholds.shape[0]
+    while ti < n_thr and q >= thresholds[ti]:
+        thr_step[ti] = step
+        for j in range(scratch.shape[0]):
+            thr_out[ti, j] = scratch[j]
+        ti += 1
+    return ti
+
+
+@jit_fast_inline
+def _masked_sum8(e, cf):
+    """``sum_i e[i] cf[i]`` with 8 interleaved accumulators (the cheap correct mass)."""
+    K = e.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    K8 = K - K % 8
+    for i in range(0, K8, 8):
+        a0 += e[i] * cf[i]
+        a1 += e[i + 1] * cf[i + 1]
+        a2 += e[i + 2] * cf[i + 2]
+        a3 += e[i + 3] * cf[i + 3]
+        a4 += e[i + 4] * cf[i + 4]
+        a5 += e[i + 5] * cf[i + 5]
+        a6 += e[i + 6] * cf[i + 6]
+        a7 += e[i + 7] * cf[i + 7]
+    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for i in range(K8, K):
+        s += e[i] * cf[i]
+    return s
+
+
+@jit_fast
+def _tree_correct_sum(tree, P, correct):
+    """Compensated sum of the correct leaves of the sum tree: ``(sum, compensation)``."""
+    acc = np.zeros(1)
+    cmp = np.zeros(1)
+    for k in range(correct.shape[0]):
+        if correct[k]:
+            _kadd(acc, cmp, 0, tree[P + k])
+    return acc[0], cmp[0]
+
+
+@jit_fast_inline
+def _kadd2(a, c, x):
+    """Neumaier-compensated scalar ``a + x`` with compensation ``c``: returns ``(a, c)``."""
+    t = a + x
+    if abs(a) >= abs(x):
+        c += (a - t) + x
+    else:
+        c += (x - t) + a
+    return t, c
 
 
 @jit_fast_inline
@@ -696,13 +809,16 @@ def _local_rng(state_io):
 
 @jit_fast
 def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io, step_lo, step_hi,
-              out):  # fmt: skip
+              out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run of the dense path (every logit moves).
 
     ``z_io``, ``mm_io``, ``vv_io``, ``state_io``, ``ints``, ``tails_io`` are the run's rows of
     :class:`State` (advanced in place; the random stream is copied in and out);
     ``out[n_log, n_metrics]`` receives the logged rows. ``step_lo = 0`` starts the run (and
-    writes row 0 if step 0 is logged).
+    writes row 0 if step 0 is logged). ``thr_out[n_thr, n_metrics]`` and ``thr_step[n_thr]``
+    (-1 = pending) receive the threshold crossings: the state after step s is checked at the
+    start of step s + 1 (from that step's ``exp(z - max)``, no extra exp) and the last state at
+    the end of the run.
     """
     K = z_io.shape[0]
     N = alg.N
@@ -739,6 +855,15 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
     inv_n = 1.0 / N
     lo_b = 1.0 - alg.clip_lo
     hi_b = 1.0 + alg.clip_hi
+    ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
+    thresholds = log.thresholds
+    n_thr = thresholds.shape[0]
+    ti = _thr_pending(thr_step)
+    scratch = np.zeros(out.shape[1])
+    cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
+    if ti < n_thr:
+        for i in range(K):
+            cf[i] = correct[i]
     li = ints[I_LOG]
     if step_lo == 0:
         li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
@@ -749,6 +874,11 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
     zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
     for step in range(step_lo + 1, step_hi + 1):
         S = _exp_shift(z, e, zmax, ibuf, sc)
+        if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - THR_MARGIN) * S:
+            ti = _thr_check(
+                z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
+                thr_step,
+            )  # fmt: skip
         nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
         groups += 1
         if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
@@ -762,6 +892,10 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
                 nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
                 r += 1
             resamples += r
+            if 0 < X < N:  # the kept group is active: count it and its tail misses
+                tails[2 * n_sub] += 1
+                if n_sub > 0:
+                    _count_tail(touched, nd, submask, hit, ktails)
         inv_s = 1.0 / S
         if alg.inner > 1:
             for j in range(nd):
@@ -793,6 +927,10 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
             active = 0
             resamples = 0
             li += 1
+    if ti < n_thr and step_hi == log.n_steps:  # the last state of the run
+        ti = _thr_check(
+            z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out, thr_step
+        )
     state_io[1] = state[1]
     ints[I_TOPT] = t_opt
     ints[I_LOG] = li
@@ -802,18 +940,19 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
 
 
 @jit_parallel
-def dense_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
-    """:func:`dense_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``."""
+def dense_batch(prob, log, alg, opt, st, step_lo, step_hi, out, thr_out, thr_step):
+    """:func:`dense_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``,
+    ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
     for r in prange(st.z.shape[0]):
         dense_run(
             prob, log, alg, opt, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
-            st.tails[r], step_lo, step_hi, out[r],
+            st.tails[r], step_lo, step_hi, out[r], thr_out[r], thr_step[r],
         )  # fmt: skip
 
 
 @jit_fast
 def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, tails_io, step_lo,
-             step_hi, out):  # fmt: skip
+             step_hi, out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run of the sum-tree path (SGD + log-prob + one
     update + zero-sum advantages).
 
@@ -827,6 +966,9 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     uniform falls within that distance of a CDF boundary; the logits and every logged metric are
     computed from ``z`` itself. Sampling is the same inverse-CDF map of the same uniforms as the
     dense i.i.d. sampler. The tree and ``shift_io[0]`` are carried between chunks.
+    Thresholds (``thr_out``, ``thr_step`` as in :func:`dense_run`): the cheap Q_pos is a
+    compensated running sum of the correct leaves over ``tree[1]`` (recomputed from the leaves at
+    each chunk start and rebuild), so tracking costs O(1) per update.
     """
     K = z_io.shape[0]
     N = alg.N
@@ -856,6 +998,11 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     hit = np.zeros(n_sub, np.bool_)
     inv_n = 1.0 / N
     lr = opt.lr
+    ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
+    thresholds = log.thresholds
+    n_thr = thresholds.shape[0]
+    ti = _thr_pending(thr_step)
+    scratch = np.zeros(out.shape[1])
     li = ints[I_LOG]
     countdown = ints[I_COUNTDOWN]
     shift = shift_io[0]
@@ -863,6 +1010,11 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
         shift = tree_build(z, tree, P)
         countdown = tr.renorm_every
         li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
+    track = ti < n_thr  # keep the running correct mass wc (+ compensation wcc) of the tree
+    wc = 0.0
+    wcc = 0.0
+    if track:
+        wc, wcc = _tree_correct_sum(tree, P, correct)
     groups = ints[I_GROUPS]
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
@@ -871,6 +1023,12 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     renorm_every = tr.renorm_every
     use_tab = etab_c.shape[0] == N + 1
     for step in range(step_lo + 1, step_hi + 1):
+        if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
+            ti = _thr_check(
+                z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
+                thr_step,
+            )  # fmt: skip
+            track = ti < n_thr
         nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
         groups += 1
         if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
@@ -884,6 +1042,10 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
                 nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
                 r += 1
             resamples += r
+            if 0 < X < N:  # the kept group is active: count it and its tail misses
+                tails[2 * n_sub] += 1
+                if n_sub > 0:
+                    _count_tail(touched, nd, submask, hit, ktails)
         ac = adv_c[X]
         aw = adv_w[X]
         countdown -= 1  # step % renorm_every == 0, without an integer division per step
@@ -903,16 +1065,25 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
                 w = tree[P + k] * (etab_c[X, n] if c else etab_w[X, n])
             else:
                 w = np.exp(zk - shift)
+            if track and c:  # running correct mass: + new weight - old weight, compensated
+                wc, wcc = _kadd2(wc, wcc, w)
+                wc, wcc = _kadd2(wc, wcc, -tree[P + k])
             tree_set(tree, P, k, w)
             cnt[k] = 0
         if rebuild:
             shift = tree_build(z, tree, P)
+            if track:
+                wc, wcc = _tree_correct_sum(tree, P, correct)
         if li < n_log and step == log_steps[li]:
             _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
             groups = 0
             active = 0
             resamples = 0
             li += 1
+    if ti < n_thr and step_hi == log.n_steps:  # the last state of the run
+        ti = _thr_check(
+            z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out, thr_step
+        )
     shift_io[0] = shift
     state_io[1] = state[1]
     ints[I_LOG] = li
@@ -923,10 +1094,11 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
 
 
 @jit_parallel
-def tree_batch(prob, log, alg, opt, tr, st, step_lo, step_hi, out):
-    """:func:`tree_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``."""
+def tree_batch(prob, log, alg, opt, tr, st, step_lo, step_hi, out, thr_out, thr_step):
+    """:func:`tree_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``,
+    ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
     for r in prange(st.z.shape[0]):
         tree_run(
             prob, log, alg, opt, tr, st.z[r], st.tree[r], st.shift[r : r + 1], st.rng[r],
-            st.ints[r], st.tails[r], step_lo, step_hi, out[r],
+            st.ints[r], st.tails[r], step_lo, step_hi, out[r], thr_out[r], thr_step[r],
         )  # fmt: skip

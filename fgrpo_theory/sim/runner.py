@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -14,7 +14,15 @@ from .keys import run_keys
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["simulate", "run_one", "prepare", "CONFIG_COLUMNS", "choose_backend", "choose_sampler"]
+__all__ = [
+    "simulate",
+    "SimTables",
+    "run_one",
+    "prepare",
+    "CONFIG_COLUMNS",
+    "choose_backend",
+    "choose_sampler",
+]
 
 #: Config fields copied into every output row (besides ``config_hash``).
 CONFIG_COLUMNS = (
@@ -142,7 +150,12 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         adv_c=a["adv_c"],
         adv_w=a["adv_w"],
     )
-    log = kn.Logging(log_steps=a["log_steps"], submask=a["submask"])
+    log = kn.Logging(
+        log_steps=a["log_steps"],
+        submask=a["submask"],
+        thresholds=np.asarray(cfg.thresholds, dtype=np.float64),
+        n_steps=int(cfg.steps),
+    )
     tree = a["backend"] == "sumtree"
     if tree:
         sampler = kn.SAMPLER_TREE
@@ -181,15 +194,63 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
     return rec
 
 
-def _run_chunk(rec: dict, st, step_lo: int, step_hi: int, out: np.ndarray) -> None:
-    """Advance the runs of ``st`` from step ``step_lo`` to ``step_hi`` (state carried in ``st``)."""
+def _run_chunk(
+    rec: dict,
+    st,
+    step_lo: int,
+    step_hi: int,
+    out: np.ndarray,
+    thr_out: np.ndarray | None = None,
+    thr_step: np.ndarray | None = None,
+) -> None:
+    """Advance the runs of ``st`` from step ``step_lo`` to ``step_hi`` (state carried in ``st``).
+
+    ``out[r, n_log, n_metrics]`` (the kernels do not check bounds, so the widths are checked
+    here); ``thr_out``/``thr_step`` default to no thresholds being recorded.
+    """
     from . import kernels as kn
 
     p, lg, al, op = rec["prob"], rec["log"], rec["alg"], rec["opt"]
+    R = st.z.shape[0]
+    n_met = kn.n_metrics(lg.submask.shape[0])
+    n_thr = lg.thresholds.shape[0]
+    if thr_out is None or thr_step is None:
+        thr_out = np.full((R, n_thr, n_met), np.nan)
+        thr_step = np.full((R, n_thr), -1, dtype=np.int64)
+    if (
+        out.shape[0] != R
+        or out.shape[1] != lg.log_steps.shape[0]
+        or out.shape[2] != n_met
+        or thr_out.shape != (R, n_thr, n_met)
+        or thr_step.shape != (R, n_thr)
+    ):
+        raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     if rec["tree"] is not None:
-        kn.tree_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out)
+        kn.tree_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out, thr_out, thr_step)
     else:
-        kn.dense_batch(p, lg, al, op, st, step_lo, step_hi, out)
+        kn.dense_batch(p, lg, al, op, st, step_lo, step_hi, out, thr_out, thr_step)
+
+
+class SimTables(NamedTuple):
+    """Output of ``simulate(config, tables=True)``.
+
+    ``log``: the long per-step frame (what ``simulate`` returns by default); ``thresholds``: one
+    row per run and Q_pos threshold of ``config.thresholds`` (empty if there are none).
+    """
+
+    log: pd.DataFrame
+    thresholds: pd.DataFrame
+
+
+def _start_nll(rec: dict, n_met: int) -> np.ndarray:
+    """The metrics row of the initial policy (its subset NLLs are the base of ``nll_rise_*``),
+    computed by the kernels' own metric function, so a logged step 0 has a rise of exactly 0."""
+    from .kernels import _metrics
+
+    p, lg = rec["prob"], rec["log"]
+    row = np.zeros(n_met)
+    _metrics(p.z0, p.correct, lg.submask, p.p0, p.sum_p0c, row)
+    return row
 
 
 def simulate(
@@ -197,7 +258,9 @@ def simulate(
     threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     chunk_steps: int | None = None,
-) -> pd.DataFrame:
+    *,
+    tables: bool = False,
+) -> pd.DataFrame | SimTables:
     """Simulate every run (prompt x seed) of ``config``; long-format DataFrame.
 
     The categorical simulation of Fig. 2 (docs/theory.md section 8): each step draws a group of
@@ -219,6 +282,8 @@ def simulate(
         Steps per kernel call (default: about half a second of work, see
         :func:`.budget.plan_chunks`). Results are bit-identical for any value; Ctrl-C is
         honoured between chunks.
+    tables : bool
+        If true, return :class:`SimTables` ``(log, thresholds)`` instead of the log alone.
 
     Returns
     -------
@@ -230,13 +295,41 @@ def simulate(
         (groups drawn since the previous logged step, first draws only), ``active_frac`` (the
         fraction of them with mixed rewards, P-7; NaN at step 0 where no group was drawn),
         ``tail_miss_<subset>`` (count of those groups that were active and drew no action of the
-        subset: the event B of Lemma 3.1) and ``resamples`` (dynamic-sampling redraws).
+        subset: the event B of Lemma 3.1), ``resamples`` (dynamic-sampling redraws), then
+        ``nll_<subset>`` (mean of ``-log p`` over the subset, ``logsumexp(z) - mean_S z``, exact
+        for any subset size: the rare-solution NLL of issue 11, theory.md section 11) and
+        ``nll_rise_<subset>`` (its rise from step 0), and the counts over the *kept* groups (the
+        group each step trains on: the last draw under dynamic sampling, else the first):
+        ``kept_active`` (kept groups with mixed rewards; fewer than ``groups`` only when
+        ``max_resamples`` ran out) and ``kept_tail_miss_<subset>`` (kept active groups that drew
+        no action of the subset; their frequency estimates Pr(B | A_N), theory.md section 12).
+    SimTables
+        With ``tables=True``: ``log`` (the frame above) and ``thresholds``, one row per run and
+        threshold t of ``config.thresholds`` (equal-progress metrics, theory.md section 11,
+        computed in the kernel after every step, so no per-step logging is needed): ``run``,
+        ``prompt``, ``seed_index``, ``threshold``, ``reached`` (bool), ``step`` (the first step
+        whose ``q_pos >= t``, 0 = the start; -1 if never), and at that step ``q_pos``, ``m_ret``,
+        ``entropy``, ``mass_<subset>``, ``nll_<subset>``, ``nll_rise_<subset>`` (NaN when not
+        reached: never imputed), then the config columns. The same numbers as
+        :func:`fgrpo_theory.fair.threshold_metrics` on an every-step log.
     """
     import numba
     import pandas as pd
 
     from ..passk import pass_at_k_exact
-    from .kernels import M_ACTIVE, M_ENT, M_GROUPS, M_MRET, M_QPOS, M_RESAMPLES, M_SUB0, n_metrics
+    from .kernels import (
+        M_ACTIVE,
+        M_ENT,
+        M_GROUPS,
+        M_MRET,
+        M_QPOS,
+        M_RESAMPLES,
+        M_SUB0,
+        m_kept_active,
+        m_kept_tail,
+        m_nll,
+        n_metrics,
+    )
 
     if not isinstance(config, SimConfig):
         from .._validate import fail
@@ -253,7 +346,11 @@ def simulate(
     keys = run_keys(cfg.seed, R)
     n_sub = len(a["subset_names"])
     n_log = len(a["log_steps"])
-    out = np.zeros((R, n_log, n_metrics(n_sub)))
+    n_met = n_metrics(n_sub)
+    n_thr = len(cfg.thresholds)
+    out = np.zeros((R, n_log, n_met))
+    thr_out = np.full((R, n_thr, n_met), np.nan)
+    thr_step = np.full((R, n_thr), -1, dtype=np.int64)
     old_threads = numba.get_num_threads()
     nt = old_threads if threads is None else int(threads)
     if threads is not None:
@@ -278,7 +375,7 @@ def simulate(
             )
             for s_lo in range(0, cfg.steps, chunk):
                 s_hi = min(cfg.steps, s_lo + chunk)
-                _run_chunk(rec, st, s_lo, s_hi, out[lo:hi])
+                _run_chunk(rec, st, s_lo, s_hi, out[lo:hi], thr_out[lo:hi], thr_step[lo:hi])
                 if progress is not None:
                     progress(lo + ((hi - lo) * s_hi) // cfg.steps, R)
     finally:
@@ -316,12 +413,58 @@ def simulate(
     d = cfg.to_dict()
     d["clip_low"], d["clip_high"] = a["clip_lo"], a["clip_hi"]
     d["correct"] = str(d["correct"])
-    n = R * n_log
-    for c in CONFIG_COLUMNS:  # constant columns, built in one go (column-wise inserts are slow)
-        cols[c] = np.full(n, d[c], dtype=object if isinstance(d[c], str) else None)
-    cols["config_hash"] = np.full(n, config_hash(cfg), dtype=object)
-    cols["backend"] = np.full(n, a["backend"], dtype=object)
-    return pd.DataFrame(cols)
+    h = config_hash(cfg)
+
+    def constants(n: int) -> dict:  # constant columns, built in one go (inserts are slow)
+        c = {k: np.full(n, d[k], dtype=object if isinstance(d[k], str) else None)
+             for k in CONFIG_COLUMNS}  # fmt: skip
+        c["config_hash"] = np.full(n, h, dtype=object)
+        c["backend"] = np.full(n, a["backend"], dtype=object)
+        return c
+
+    cols.update(constants(R * n_log))
+    # columns added after the config columns (so earlier columns keep their positions)
+    start = _start_nll(rec, n_met)
+    names = a["subset_names"]
+    for j, nm in enumerate(names):
+        cols[f"nll_{nm}"] = flat[:, m_nll(n_sub) + j]
+    for j, nm in enumerate(names):
+        cols[f"nll_rise_{nm}"] = flat[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
+    if cfg.dynamic_sampling:
+        cols["kept_active"] = flat[:, m_kept_active(n_sub)].astype(np.int64)
+        for j, nm in enumerate(names):
+            cols[f"kept_tail_miss_{nm}"] = flat[:, m_kept_tail(n_sub) + j].astype(np.int64)
+    else:  # the kept group is the first draw
+        cols["kept_active"] = np.rint(flat[:, M_ACTIVE]).astype(np.int64)
+        for nm in names:
+            cols[f"kept_tail_miss_{nm}"] = cols[f"tail_miss_{nm}"]
+    log = pd.DataFrame(cols)
+    if not tables:
+        return log
+    # threshold table: one row per run and threshold
+    run_t = np.repeat(np.arange(R), n_thr)
+    tf = thr_out.reshape(R * n_thr, n_met)
+    ts = thr_step.reshape(-1)
+    reached = ts >= 0
+    tcols: dict[str, object] = {
+        "run": run_t,
+        "prompt": run_t // cfg.seeds,
+        "seed_index": run_t % cfg.seeds,
+        "threshold": np.tile(np.asarray(cfg.thresholds, dtype=float), R),
+        "reached": reached,
+        "step": ts.copy(),
+        "q_pos": tf[:, M_QPOS],
+        "m_ret": tf[:, M_MRET],
+        "entropy": tf[:, M_ENT],
+    }
+    for j, nm in enumerate(names):
+        tcols[f"mass_{nm}"] = tf[:, M_SUB0 + j]
+    for j, nm in enumerate(names):
+        tcols[f"nll_{nm}"] = tf[:, m_nll(n_sub) + j]
+    for j, nm in enumerate(names):
+        tcols[f"nll_rise_{nm}"] = tf[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
+    tcols.update(constants(R * n_thr))
+    return SimTables(log, pd.DataFrame(tcols))
 
 
 def run_one(cfg: SimConfig) -> pd.DataFrame:
