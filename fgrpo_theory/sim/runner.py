@@ -38,6 +38,8 @@ CONFIG_COLUMNS = (
     "r_correct",
     "r_incorrect",
     "seed",
+    "dual_clip",
+    "ds_range",
 )
 
 #: Largest N for which the sum-tree path tabulates exp(dz) per (X, n) instead of calling exp.
@@ -127,6 +129,8 @@ def prepare(cfg: SimConfig) -> dict:
         zero_sum=_zero_sum(adv_c, adv_w, N),
         backend=choose_backend(cfg, adv_c, adv_w),
         sampler=choose_sampler(cfg),
+        ds_keep=cfg.ds_keep(),
+        dual_c=math.inf if cfg.dual_clip is None else float(cfg.dual_clip),
     )
 
 
@@ -155,10 +159,12 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         inner=int(cfg.inner_updates),
         clip_lo=float(a["clip_lo"]),
         clip_hi=float(a["clip_hi"]),
-        dyn=bool(cfg.dynamic_sampling),
+        dyn=cfg.dynamic_sampling != "off",
         max_res=int(cfg.max_resamples),
         sampler=sampler,
         zero_sum=bool(a["zero_sum"]),
+        keep=a["ds_keep"],
+        dual_c=float(a["dual_c"]),
     )
     opt = kn.Optimizer(
         kind={"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer],
@@ -224,10 +230,12 @@ def simulate(
     -------
     pandas.DataFrame
         One row per logged step and run with columns ``run``, ``prompt``, ``seed_index``,
-        ``step``, the config columns (:data:`CONFIG_COLUMNS`, ``config_hash``, ``backend``), and
-        metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive mass, P-26), ``entropy``
-        (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact, ``1 - (1 - q_pos)^k``), ``groups``
-        (groups drawn since the previous logged step, first draws only), ``active_frac`` (the
+        ``step``, the config columns (:data:`CONFIG_COLUMNS`, ``config_hash``, ``backend``;
+        ``dual_clip`` is NaN when off, ``ds_range`` is ``"lo,hi"`` for the OpenRLHF filter and
+        empty otherwise), and metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive
+        mass, P-26), ``entropy`` (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact,
+        ``1 - (1 - q_pos)^k``), ``groups`` (groups drawn since the previous logged step, first
+        draws only), ``active_frac`` (the
         fraction of them with mixed rewards, P-7; NaN at step 0 where no group was drawn),
         ``tail_miss_<subset>`` (count of those groups that were active and drew no action of the
         subset: the event B of Lemma 3.1) and ``resamples`` (dynamic-sampling redraws).
@@ -316,12 +324,24 @@ def simulate(
     d = cfg.to_dict()
     d["clip_low"], d["clip_high"] = a["clip_lo"], a["clip_hi"]
     d["correct"] = str(d["correct"])
+    d["dual_clip"] = np.nan if cfg.dual_clip is None else cfg.dual_clip  # NaN = off
+    d["ds_range"] = _ds_range_text(cfg)
     n = R * n_log
     for c in CONFIG_COLUMNS:  # constant columns, built in one go (column-wise inserts are slow)
         cols[c] = np.full(n, d[c], dtype=object if isinstance(d[c], str) else None)
     cols["config_hash"] = np.full(n, config_hash(cfg), dtype=object)
     cols["backend"] = np.full(n, a["backend"], dtype=object)
     return pd.DataFrame(cols)
+
+
+def _ds_range_text(cfg: SimConfig) -> str:
+    """The ``ds_range`` column: ``"lo,hi"`` of OpenRLHF's filter in effect, else ``""``."""
+    if cfg.dynamic_sampling != "openrlhf":
+        return ""
+    from .config import DS_RANGE_DEFAULT
+
+    lo, hi = DS_RANGE_DEFAULT if cfg.ds_range is None else cfg.ds_range
+    return f"{lo!r},{hi!r}"
 
 
 def run_one(cfg: SimConfig) -> pd.DataFrame:
