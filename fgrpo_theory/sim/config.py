@@ -144,8 +144,8 @@ def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tup
 class SimConfig:
     """One simulator experiment (validated on construction).
 
-    The surrogate (``rule``), the optimizer and the weight decay are options, as in docs/theory.md
-    section 10: the paper's text fixes neither, and the Fig. 2 picture depends on them.
+    The surrogate (``rule``), the optimizer and the weight decay are options (see
+    docs/theory.md section 10): the paper fixes neither, and the Fig. 2 picture depends on them.
 
     Parameters
     ----------
