@@ -108,7 +108,7 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     for dyn in ("off", "dapo"):
         for N in params.sim_n:
             cfg = SimConfig(
-                K=params.K, logits="0", correct=f"0..{n_c - 1}", subsets=subsets, N=N,
+                K=params.K, logits=None, correct=f"0..{n_c - 1}", subsets=subsets, N=N,
                 steps=steps, optimizer="sgd", lr=1e-12, dynamic_sampling=dyn,
                 seeds=params.seeds, log_steps=[0, steps], pass_k=[1],
             )  # fmt: skip
