@@ -94,7 +94,7 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     n_c = round(params.mu * params.K)
     subsets = _subsets(params)
     steps = params.fast_steps if fast else params.steps
-    for dyn in (False, True):
+    for dyn in ("off", "dapo"):
         for N in params.sim_n:
             cfg = SimConfig(
                 K=params.K, logits=None, correct=f"0..{n_c - 1}", subsets=subsets, N=N,
@@ -165,12 +165,13 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             if col == "p_tail_miss_given_active":
                 c = c[c["N"] > 1]
             ax.plot(c["N"], c[col], color=PALETTE[k], lw=1.1, label=rf"$\rho$ = {r:g}")
-            for dyn, marker, shift in ((False, "o", 0.94), (True, "s", 1.06)):
+            for dyn, marker, shift in (("off", "o", 0.94), ("dapo", "s", 1.06)):
                 s = sim[(sim["rho"] == r) & (sim["dynamic_sampling"] == dyn)]
                 ax.errorbar(
                     s["N"] * shift, s[col],
                     yerr=[s[col] - s[lo], s[hi] - s[col]],
-                    fmt=marker, ms=2.5, color=PALETTE[k], mfc="white" if dyn else PALETTE[k],
+                    fmt=marker, ms=2.5, color=PALETTE[k],
+                    mfc="white" if dyn == "dapo" else PALETTE[k],
                     elinewidth=0.6, capsize=1, lw=0,
                 )  # fmt: skip
         ax.set_xscale("log", base=2)

@@ -66,7 +66,7 @@ SMALL = dict(K=6, logits="0.5x1,0.2x1,0.0x4", correct=2, N=8, steps=40, seeds=16
 CASES = {
     "sgd-small": dict(SMALL),
     "adam-linear-dynamic": dict(
-        SMALL, optimizer="adam", rule="linear", lr=0.05, dynamic_sampling=True, algo="dapo"
+        SMALL, optimizer="adam", rule="linear", lr=0.05, dynamic_sampling="dapo", algo="dapo"
     ),
     "adamw-sorted": dict(
         K=3000, logits="2.0x1,1.0x299,0.0x2700", correct="0..299", subsets={"rare": "1..299"},
@@ -134,7 +134,7 @@ def test_focal_gamma_zero_is_vanilla_and_gamma_one_scales_by_one_minus_xhat(adva
     "extra",
     [
         dict(),
-        dict(optimizer="adam", lr=0.05, dynamic_sampling=True, max_resamples=3),
+        dict(optimizer="adam", lr=0.05, dynamic_sampling="dapo", max_resamples=3),
         dict(gamma=1.0, advantage="rloo", optimizer="adamw", weight_decay=0.1, lr=0.05),
         dict(clip_low=0.0, clip_high=0.0),
     ],
@@ -190,7 +190,7 @@ def test_prompts_times_seeds():
     [
         # dense: Adam, 3 inner updates with clipping, dynamic sampling, subsets, pass@k
         dict(K=40, correct=3, N=6, steps=23, algo="dapo", optimizer="adamw", lr=0.1,
-             weight_decay=0.01, inner_updates=3, dynamic_sampling=True, subsets={"a": "0..2"},
+             weight_decay=0.01, inner_updates=3, dynamic_sampling="dapo", subsets={"a": "0..2"},
              pass_k=[1, 4], log_every=5, seeds=3, backend="dense"),
         # dense sorted sampler, CISPO, linear surrogate
         dict(K=50, correct="0..4", N=8, steps=19, algo="cispo", rule="linear",
@@ -198,7 +198,7 @@ def test_prompts_times_seeds():
              seeds=2, backend="dense", sampler="sorted"),
         # sum tree with a rebuild every 3 steps and the tabulated exp(dz)
         dict(K=6, N=8, steps=29, seeds=4, log_every=4, backend="sumtree", renorm_every=3,
-             dynamic_sampling=True, subsets={"t": "1..2"}, advantage="dr-grpo", lr=0.5),
+             dynamic_sampling="dapo", subsets={"t": "1..2"}, advantage="dr-grpo", lr=0.5),
     ],
 )  # fmt: skip
 def test_chunked_runs_are_bit_identical(kw):

@@ -4,10 +4,13 @@ The reference follows the definitions, not the kernel's algebra: the random word
 documented SplitMix64 counter scheme (re-implemented here), draws are the inverse CDF of those
 uniforms, the advantages come from ``group_advantages`` on the group's reward vector times
 ``(1 - X/N)**gamma`` (P-12, P-13), and the logit gradient of the surrogate (PPO clipped
-``min(r A, clip(r) A)`` or CISPO's ``sg(clip(r)) A f(p)``, with ``f = log p`` or ``p``) is taken by
-complex-step differentiation (exact to rounding, no formula shared with the kernel). The
-optimizers follow PyTorch's SGD / Adam / AdamW update equations. Gradient components below
-1e-13 of the largest are flushed to zero (rounding residues of exact zeros, see the comment).
+``min(r A, clip(r) A)``, bounded below by ``c A`` for ``A < 0`` under verl's dual clip, or
+CISPO's ``sg(clip(r)) A f(p)``, with ``f = log p`` or ``p``) is taken by complex-step
+differentiation (exact to rounding, no formula shared with the kernel). The optimizers follow
+PyTorch's SGD / Adam / AdamW update equations. Dynamic-sampling filters are applied to the
+group's reward vector as the trainers write them (DAPO: not all equal; verl: std > 0 or one
+member; OpenRLHF: mean 0/1 reward strictly inside the range). Gradient components below 1e-13 of
+the largest are flushed to zero (rounding residues of exact zeros, see the comment).
 
 Agreement is to ~1e-9 relative: the two sides sum in different orders, so they differ by
 rounding; a wrong term (sign, missing p_old, wrong clip side, bias correction) gives O(lr) errors.
@@ -68,6 +71,20 @@ def _softmax(z):
     return e / e.sum()
 
 
+def _kept(cfg: SimConfig, rewards: np.ndarray, is_correct: np.ndarray) -> bool:
+    """Whether the trainer's dynamic-sampling filter keeps a group, from its reward vector."""
+    f = cfg.dynamic_sampling
+    if f == "off":
+        return True
+    if f == "dapo":  # DAPO: the rewards are not all equal
+        return len(set(rewards.tolist())) > 1
+    if f == "verl":  # verl's filter_groups: population std > 0, or a group of one
+        return bool(np.std(rewards) > 0) or len(rewards) == 1
+    lo, hi = cfg.ds_range or (0.0, 1.0)  # OpenRLHF: lo < mean of the 0/1 rewards < hi
+    scores = is_correct.astype(float)
+    return lo < sum(scores) / len(scores) < hi
+
+
 def reference_run(cfg: SimConfig, z0, correct, run: int, sampler: str):
     """Logged (q_pos, m_ret, entropy) of one run, computed from the definitions."""
     st = Stream(_key(cfg.seed, run))
@@ -90,8 +107,10 @@ def reference_run(cfg: SimConfig, z0, correct, run: int, sampler: str):
         a = _draw(z, N, st, sampler)
         X = int(correct[a].sum())
         tries = 0
-        while cfg.dynamic_sampling and X in (0, N) and tries < cfg.max_resamples:
+        rw = np.where(correct[a], cfg.r_correct, cfg.r_incorrect)
+        while not _kept(cfg, rw, correct[a]) and tries < cfg.max_resamples:
             a = _draw(z, N, st, sampler)
+            rw = np.where(correct[a], cfg.r_correct, cfg.r_incorrect)
             X = int(correct[a].sum())
             tries += 1
         rewards = np.where(correct[a], cfg.r_correct, cfg.r_incorrect)
@@ -114,8 +133,13 @@ def reference_run(cfg: SimConfig, z0, correct, run: int, sampler: str):
                         )
                         if clipped:
                             continue
+                        # verl's dual clip: loss min(-A c, -A r) for A < 0 (constant when smaller)
+                        loss = -A[j] * (pc[j] / p_old[j])
+                        if cfg.dual_clip is not None and A[j] < 0:
+                            if -A[j] * cfg.dual_clip < loss.real:
+                                continue
                         base = 1.0 if cfg.rule == "logprob" else p_old[j]
-                        tot = tot + A[j] * (pc[j] / p_old[j]) * base
+                        tot = tot - loss * base
                 return tot / N
 
             h = 1e-30
@@ -174,10 +198,22 @@ CASES = {
         clip_high=0.02, sampler="sorted",
     ),
     "focal-dynamic-rloo": dict(
-        N=3, gamma=1.0, advantage="rloo", dynamic_sampling=True, max_resamples=2, lr=0.7,
+        N=3, gamma=1.0, advantage="rloo", dynamic_sampling="dapo", max_resamples=2, lr=0.7,
         sampler="iid",
     ),
     "focal-half-drgrpo": dict(N=7, gamma=0.5, advantage="dr-grpo", lr=0.7, sampler="sorted"),
+    "verl-filter": dict(N=3, dynamic_sampling="verl", max_resamples=3, lr=0.7, sampler="iid"),
+    "verl-filter-N1": dict(
+        N=1, dynamic_sampling="verl", advantage="verl-dr-grpo", lr=0.7, sampler="iid"
+    ),
+    "dapo-filter-N1": dict(
+        N=1, dynamic_sampling="dapo", max_resamples=2, advantage="verl-dr-grpo", lr=0.7,
+        sampler="iid",
+    ),
+    "openrlhf-narrow": dict(
+        N=4, dynamic_sampling="openrlhf", ds_range=[0.3, 0.6], max_resamples=5, lr=0.7,
+        advantage="dr-grpo", sampler="sorted",
+    ),
 }  # fmt: skip
 
 
@@ -191,6 +227,33 @@ def test_simulator_matches_reference(case):
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
     # the case must actually move the policy, or agreement would prove nothing
     assert np.abs(np.diff(df.q_pos.to_numpy())).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(optimizer="sgd", lr=20.0, sampler="iid"),
+        dict(optimizer="adam", lr=1.0, algo="dapo", sampler="iid"),
+    ],
+)
+def test_dual_clip_matches_reference(extra):
+    """verl's dual clip, where it binds: under the linear rule a sampled wrong action rises when a
+    dominant wrong action (logit 3) is pushed down, so its ratio exceeds c at inner updates 2, 3."""
+    z0 = np.array([0.0, 3.0, 0.0, 0.0, 0.0])
+    correct = np.arange(5) == 0
+    cfg = SimConfig(
+        K=5, logits="0.0x1,3.0x1,0.0x3", correct="0", N=6, steps=6, log_every=1, seeds=3,
+        rule="linear", inner_updates=3, clip_low=0.9, clip_high=3.0, dual_clip=1.5,
+        advantage="dr-grpo", **extra,
+    )  # fmt: skip
+    df = simulate(cfg)
+    off = simulate(cfg.replace(dual_clip=None))
+    for run in range(cfg.n_runs):
+        ref = reference_run(cfg, z0, correct, run, cfg.sampler)
+        got = df[df.run == run][["q_pos", "m_ret", "entropy"]].to_numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+    # the dual clip must bind in this case, or agreement would prove nothing
+    assert np.abs(df.q_pos.to_numpy() - off.q_pos.to_numpy()).max() > 1e-3
 
 
 def test_reference_detects_a_wrong_rule():

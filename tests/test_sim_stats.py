@@ -67,7 +67,7 @@ def test_dynamic_sampling_resamples_match_geometric_law():
     R, N, cap = 40_000, 4, 3
     cfg = SimConfig(
         K=6, logits=LOGITS, correct="0,1", N=N, steps=1, seeds=R, log_steps=[1], lr=1e-3,
-        dynamic_sampling=True, max_resamples=cap, algo="dapo",
+        dynamic_sampling="dapo", max_resamples=cap, algo="dapo",
     )  # fmt: skip
     res = simulate(cfg).resamples.to_numpy()
     q = 1 - float(active_probability(N, MU))

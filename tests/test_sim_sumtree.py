@@ -22,7 +22,7 @@ COUNTS = ["groups", "active_frac", "tail_miss_rare", "tail_miss_head", "resample
     [
         dict(lr=2.0),
         dict(lr=2.0, advantage="dr-grpo", gamma=1.0),
-        dict(lr=1.0, dynamic_sampling=True, max_resamples=4, algo="dapo", renorm_every=7),
+        dict(lr=1.0, dynamic_sampling="dapo", max_resamples=4, algo="dapo", renorm_every=7),
         dict(lr=60.0, N=5, advantage="rloo"),  # logits jump past the shift: tree rebuilds
     ],
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from .._validate import fail
-from ..sim.config import SimConfig
+from ..sim.config import CLIP_DEFAULTS, SimConfig
 from ..sim.presets import preset_names
 from ._app import app
 from ._common import FORMAT_OPTION, OutputFormat, emit, parse_float_list, parse_int_list
@@ -16,6 +16,9 @@ _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimi
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
 _D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
+#: the per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0"
+_CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
+_CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
 
 
 def _dflt(name: str) -> str:
@@ -122,11 +125,43 @@ def simulate_cmd(
         help="Optimizer steps per sampled group.",
         show_default=_dflt("inner_updates"),
     ),
-    dynamic_sampling: bool | None = typer.Option(
+    dynamic_sampling: str | None = typer.Option(
         None,
-        "--dynamic-sampling/--no-dynamic-sampling",
-        help="Redraw all-equal groups.",
+        "--dynamic-sampling",
+        help="Filter whose dropped groups are redrawn: off, dapo (drop all-equal groups), verl "
+        "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range).",
         show_default=_dflt("dynamic_sampling"),
+    ),
+    ds_range: str | None = typer.Option(
+        None,
+        "--ds-range",
+        help="openrlhf filter: open range LO,HI of the success rate X/N a kept group lies in.",
+        show_default="0,1",
+    ),
+    max_resamples: int | None = typer.Option(
+        None,
+        "--max-resamples",
+        help="Cap on dynamic-sampling redraws per step.",
+        show_default=_dflt("max_resamples"),
+    ),
+    clip_low: float | None = typer.Option(
+        None,
+        "--clip-low",
+        help="Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
+        show_default=_CLIP_LOW,
+    ),
+    clip_high: float | None = typer.Option(
+        None,
+        "--clip-high",
+        help="Upper clip (TRL's cispo cap epsilon_high = E is --clip-high E-1 --clip-low 1).",
+        show_default=_CLIP_HIGH,
+    ),
+    dual_clip: str | None = typer.Option(
+        None,
+        "--dual-clip",
+        help="Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
+        "where A < 0 and the ratio exceeds c.",
+        show_default="off",
     ),
     seeds: int | None = typer.Option(
         None, "--seeds", help="Seeds per prompt.", show_default=_dflt("seeds")
@@ -200,7 +235,20 @@ def simulate_cmd(
         inner_updates=inner_updates, dynamic_sampling=dynamic_sampling, seeds=seeds, seed=seed,
         log_every=log_every,
     )  # fmt: skip
+    flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
     sweep.update({k: v for k, v in flags.items() if v is not None})
+    if ds_range is not None:
+        sweep["ds_range"] = [float(v) for v in parse_float_list(ds_range, "--ds-range")]
+        if len(sweep["ds_range"]) != 2:
+            fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
+    if dual_clip is not None:
+        if dual_clip.strip().lower() == "off":
+            sweep["dual_clip"] = None
+        else:
+            vals_c = parse_float_list(dual_clip, "--dual-clip")
+            if len(vals_c) != 1:
+                fail("--dual-clip", dual_clip, "one number c > 1 (e.g. 3) or off")
+            sweep["dual_clip"] = float(vals_c[0])
     if N is not None:
         vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
         sweep["N"] = vals if len(vals) > 1 else vals[0]

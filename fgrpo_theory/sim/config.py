@@ -36,6 +36,7 @@ __all__ = [
     "BACKENDS",
     "SAMPLERS",
     "CLIP_DEFAULTS",
+    "DS_FILTERS",
     "parse_logits",
     "parse_index_set",
     "load_config",
@@ -51,6 +52,10 @@ BACKENDS = ("auto", "dense", "sumtree")
 SAMPLERS = ("auto", "iid", "sorted")
 #: (eps_low, eps_high) per algorithm: PPO clip for GRPO, clip-higher for DAPO, CISPO's IS bounds.
 CLIP_DEFAULTS = {"grpo": (0.2, 0.2), "dapo": (0.2, 0.28), "cispo": (1.0, 5.0)}
+#: Dynamic-sampling filters (which groups are kept; see ``SimConfig.dynamic_sampling``).
+DS_FILTERS = ("off", "dapo", "verl", "openrlhf")
+#: OpenRLHF's default ``--algo.dynamic_filtering_range`` (on the success rate X/N).
+DS_RANGE_DEFAULT = (0.0, 1.0)
 #: Largest supported action count and group size.
 MAX_K = 100_000_000
 MAX_N = 100_000_000
@@ -226,9 +231,16 @@ class SimConfig:
     clip_low, clip_high : float or None
         Clip range ``[1 - clip_low, 1 + clip_high]``; ``None`` = the algorithm's default
         (GRPO 0.2/0.2, DAPO 0.2/0.28, CISPO 1.0/5.0).
-    dynamic_sampling : bool
-        Redraw a group whose rewards are all equal (DAPO's dynamic sampling), up to
-        ``max_resamples`` times; the redraws are reported in ``resamples``.
+    dynamic_sampling : {"off", "dapo", "verl", "openrlhf"}
+        Dynamic-sampling filter: a group the filter drops is redrawn, up to ``max_resamples``
+        times per step (the last draw is trained on if every redraw is dropped); the redraws are
+        reported in ``resamples``. ``"dapo"``: drop a group whose rewards are all equal
+        (``X = 0`` or ``X = N``; at ``N = 1`` every group is dropped, so every step makes
+        ``max_resamples`` redraws). ``"verl"``: keep a group when the population std of its
+        rewards is > 0 or it has one member (verl's DAPO recipe ``filter_groups``): DAPO's rule,
+        except that groups of one are kept. ``"openrlhf"``: keep a group when its success rate
+        ``X/N`` lies strictly inside ``ds_range`` (OpenRLHF's dynamic filtering). ``True`` /
+        ``False`` are read as ``"dapo"`` / ``"off"``.
     max_resamples : int
         Cap on redraws per step, >= 1.
     r_correct, r_incorrect : float
@@ -267,6 +279,17 @@ class SimConfig:
         "progress")`` (default none): the arms :func:`fgrpo_theory.fair.run_comparison` and
         ``simulate --controls`` run besides the config itself (theory.md section 11).
         :func:`fgrpo_theory.sim.simulate` runs the config alone and ignores it.
+    dual_clip : float or None
+        Dual-clip PPO (verl's ``clip_ratio_c``, default there 3.0): for a negative advantage the
+        clipped loss is also bounded by ``dual_clip * |A|``, so a sample whose ratio exceeds
+        ``dual_clip`` gets no gradient. A number > 1, or ``None`` (the default) = off. Only for
+        ``algo`` grpo or dapo; it matters only with ``inner_updates > 1`` (ratios != 1).
+    ds_range : pair of float or None
+        ``dynamic_sampling = "openrlhf"`` only: the open interval ``(lo, hi)`` the success rate
+        ``X/N`` must lie in for a group to be kept; ``None`` = ``(0, 1)`` (OpenRLHF's default,
+        = keep mixed groups). OpenRLHF applies its range to the mean reward; with its 0/1
+        rewards that is ``X/N``; a range ``(m_lo, m_hi)`` on a mean reward with rewards
+        ``(R_c, R_w)`` is ``((m_lo - R_w)/(R_c - R_w), (m_hi - R_w)/(R_c - R_w))`` here.
     """
 
     K: int = 6
@@ -304,6 +327,8 @@ class SimConfig:
     name: str = ""
     thresholds: tuple[float, ...] = ()
     controls: tuple[str, ...] = ()
+    dual_clip: float | None = None
+    ds_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -349,9 +374,10 @@ class SimConfig:
             s(self, "clip_low", check_scalar("clip_low", self.clip_low, lo=0.0, hi=1.0))
         if self.clip_high is not None:
             s(self, "clip_high", check_scalar("clip_high", self.clip_high, lo=0.0))
-        if not isinstance(self.dynamic_sampling, bool | np.bool_):
-            fail("dynamic_sampling", self.dynamic_sampling, "true or false")
-        s(self, "dynamic_sampling", bool(self.dynamic_sampling))
+        ds = self.dynamic_sampling
+        if isinstance(ds, bool | np.bool_):
+            ds = "dapo" if ds else "off"
+        s(self, "dynamic_sampling", _as_choice("dynamic_sampling", ds, DS_FILTERS))
         s(self, "max_resamples", _as_int("max_resamples", self.max_resamples, 1, 1_000_000))
         rc = check_scalar("r_correct", self.r_correct)
         rw = check_scalar("r_incorrect", self.r_incorrect)
@@ -381,6 +407,14 @@ class SimConfig:
                 ",".join(self.controls),
                 "empty when gamma = 0 (a vanilla config has no focal weight to match)",
             )
+        if self.dual_clip is not None:
+            s(self, "dual_clip", check_scalar("dual_clip", self.dual_clip, lo=1.0, lo_open=True))
+            if self.algo == "cispo":
+                fail("dual_clip", self.dual_clip, "None for algo = cispo (a PPO-clip option)")
+        if self.ds_range is not None:
+            s(self, "ds_range", _ds_range(self.ds_range))
+            if self.dynamic_sampling != "openrlhf":
+                fail("ds_range", list(self.ds_range), "None unless dynamic_sampling = 'openrlhf'")
         if self.backend == "sumtree" and not self.sumtree_eligible():
             fail(
                 "backend",
@@ -406,7 +440,7 @@ class SimConfig:
         """Plain dict of the fields (JSON/TOML-friendly)."""
         d = dataclasses.asdict(self)
         d["subsets"] = dict(self.subsets)
-        for k in ("log_steps", "pass_k", "thresholds", "controls"):
+        for k in ("log_steps", "pass_k", "thresholds", "controls", "ds_range"):
             if d[k] is not None:
                 d[k] = list(d[k])
         return d
@@ -427,6 +461,28 @@ class SimConfig:
             lo_d if self.clip_low is None else self.clip_low,
             hi_d if self.clip_high is None else self.clip_high,
         )
+
+    def ds_keep(self) -> np.ndarray:
+        """``keep[X]`` for ``X = 0..N`` correct draws: 1 if the dynamic-sampling filter keeps a
+        group with ``X`` correct rewards (all ones when ``dynamic_sampling = "off"``).
+
+        The trainers' rules on a binary reward vector (theory.md section 12 for DAPO's): DAPO
+        keeps a group whose rewards are not all equal, verl (``filter_groups``) one whose
+        population std is > 0 or that has one member, OpenRLHF one whose mean 0/1 reward lies
+        strictly inside its range."""
+        X = np.arange(self.N + 1)
+        f = self.dynamic_sampling
+        if f == "off":
+            keep = np.ones(self.N + 1, dtype=bool)
+        elif f == "dapo":  # the rewards are not all equal
+            keep = (X > 0) & (X < self.N)
+        elif f == "verl":  # population std > 0 (binary rewards: not all equal) or one member
+            keep = ((X > 0) & (X < self.N)) | (self.N == 1)
+        else:  # openrlhf: lo < mean reward < hi, the mean of 0/1 rewards being X/N
+            lo, hi = DS_RANGE_DEFAULT if self.ds_range is None else self.ds_range
+            rate = X / self.N
+            keep = (lo < rate) & (rate < hi)
+        return keep.astype(np.uint8)
 
     @property
     def n_runs(self) -> int:
@@ -457,8 +513,25 @@ class _FrozenDict(dict):
 
 
 _FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
-# a plain list is the value, a list of lists a sweep
-_LIST_FIELDS = {"log_steps", "pass_k", "thresholds", "controls"}
+# a plain list is the value; a list of lists is a sweep
+_LIST_FIELDS = {"log_steps", "pass_k", "thresholds", "controls", "ds_range"}
+
+
+def _ds_range(value: Any) -> tuple[float, float]:
+    """Validate ``ds_range``: two finite numbers ``lo < hi`` with ``lo < 1`` and ``hi > 0``."""
+    if (
+        isinstance(value, str)
+        or not isinstance(value, list | tuple | np.ndarray)
+        or len(value) != 2
+    ):
+        fail("ds_range", value, "a pair [lo, hi] such as [0.0, 1.0]")
+    lo = check_scalar("ds_range", value[0])
+    hi = check_scalar("ds_range", value[1])
+    if not lo < hi:
+        fail("ds_range", [lo, hi], "a pair [lo, hi] with lo < hi")
+    if not (lo < 1.0 and hi > 0.0):
+        fail("ds_range", [lo, hi], "a range that meets the success rates [0, 1]")
+    return (lo, hi)
 
 
 def _check_keys(d: Mapping[str, Any], where: str) -> None:

@@ -23,7 +23,13 @@ surrogate (``f = p``, the paper's simulation; cf. P-5). For GRPO and DAPO (PPO c
 ``min(r A, clip(r) A)`` with ``r = p/p_old``) ``w_k = 0`` where the clip is active and otherwise
 ``r_k`` (log-prob: ``d(r A) = A r dlog p``) or 1 (linear: ``d(A r p_old) = A dp``); for CISPO
 (P-15, P-16) ``w_k = clip(r_k, 1 - eps_low, 1 + eps_high)`` under a stop-gradient. At the first
-inner update ``r = 1`` exactly, so all three coincide.
+inner update ``r = 1`` exactly, so all three coincide. Dual-clip PPO (verl's ``clip_ratio_c = c``)
+bounds the loss of a negative advantage by ``c |A|``, so there ``w_k = 0`` also where ``r_k > c``
+(``Algorithm.dual_c``, ``inf`` = off).
+
+Dynamic sampling: a group the filter drops is redrawn up to ``max_res`` times; for binary rewards
+every filter (DAPO, verl, OpenRLHF) depends on the group only through ``X``, so it is the table
+``Algorithm.keep[X]`` (built by ``SimConfig.ds_keep``).
 
 Metric layout of ``out[..., :]``: 0 q_pos, 1 m_ret, 2 entropy, 3 groups, 4 active, 5 resamples,
 then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts, then ``n_sub`` subset mean NLLs,
@@ -522,7 +528,7 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
 @jit_fast_inline
 def _coefficients(
     touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b,
-    zero_sum, cvec,
+    zero_sum, cvec, dual_c,
 ):  # fmt: skip
     """Fill ``cvec`` at the sampled actions with ``n_k A_k s_k``; return their sum C.
 
@@ -542,8 +548,8 @@ def _coefficients(
         r = 1.0 if first else p / pold[j]
         if algo == ALGO_CISPO:
             w = min(max(r, lo_b), hi_b)
-        elif (A > 0.0 and r > hi_b) or (A < 0.0 and r < lo_b):
-            w = 0.0  # PPO clip active: the clipped term is constant
+        elif (A > 0.0 and r > hi_b) or (A < 0.0 and (r < lo_b or r > dual_c)):
+            w = 0.0  # PPO clip (or dual clip, A < 0 and r > c) active: the loss is constant
         elif rule == RULE_LOGPROB:
             w = r  # d(r A) = A r dlog p
         else:
@@ -591,6 +597,8 @@ class Algorithm(NamedTuple):
     max_res: int  # cap on redraws per step
     sampler: int  # SAMPLER_*
     zero_sum: bool  # sum_k n_k A_k = 0 for every X (see _coefficients)
+    keep: np.ndarray  # uint8[N + 1]: 1 if dynamic sampling keeps a group with X correct draws
+    dual_c: float  # dual-clip PPO: no gradient where A < 0 and r > dual_c (inf = off)
 
 
 class Optimizer(NamedTuple):
@@ -834,6 +842,8 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
     n_log = log_steps.shape[0]
     dyn = alg.dyn
     max_res = alg.max_res
+    keep = alg.keep
+    dual_c = alg.dual_c
     n_sub = submask.shape[0]
     sampler = alg.sampler
     z = z_io
@@ -885,9 +895,9 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
             active += 1
             if n_sub > 0:
                 _count_tail(touched, nd, submask, hit, tails)
-        if dyn:  # DAPO's dynamic sampling: redraw an all-equal group
+        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
             r = 0
-            while (X == 0 or X == N) and r < max_res:
+            while keep[X] == 0 and r < max_res:
                 _clear_counts(cnt, touched, nd)
                 nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
                 r += 1
@@ -906,7 +916,7 @@ def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io,
                 inv_s = 1.0 / S
             C = _coefficients(
                 touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
-                u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec,
+                u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
             )  # fmt: skip
             t_opt += 1
             if opt.kind == OPT_SGD:
@@ -984,6 +994,7 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     n_log = log_steps.shape[0]
     dyn = alg.dyn
     max_res = alg.max_res
+    keep = alg.keep
     n_sub = submask.shape[0]
     P = 1
     while P < K:
@@ -1035,9 +1046,9 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
             active += 1
             if n_sub > 0:
                 _count_tail(touched, nd, submask, hit, tails)
-        if dyn:  # DAPO's dynamic sampling: redraw an all-equal group
+        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
             r = 0
-            while (X == 0 or X == N) and r < max_res:
+            while keep[X] == 0 and r < max_res:
                 _clear_counts(cnt, touched, nd)
                 nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
                 r += 1

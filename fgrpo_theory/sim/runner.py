@@ -46,6 +46,8 @@ CONFIG_COLUMNS = (
     "r_correct",
     "r_incorrect",
     "seed",
+    "dual_clip",
+    "ds_range",
 )
 
 #: Largest N for which the sum-tree path tabulates exp(dz) per (X, n) instead of calling exp.
@@ -135,6 +137,8 @@ def prepare(cfg: SimConfig) -> dict:
         zero_sum=_zero_sum(adv_c, adv_w, N),
         backend=choose_backend(cfg, adv_c, adv_w),
         sampler=choose_sampler(cfg),
+        ds_keep=cfg.ds_keep(),
+        dual_c=math.inf if cfg.dual_clip is None else float(cfg.dual_clip),
     )
 
 
@@ -168,10 +172,12 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         inner=int(cfg.inner_updates),
         clip_lo=float(a["clip_lo"]),
         clip_hi=float(a["clip_hi"]),
-        dyn=bool(cfg.dynamic_sampling),
+        dyn=cfg.dynamic_sampling != "off",
         max_res=int(cfg.max_resamples),
         sampler=sampler,
         zero_sum=bool(a["zero_sum"]),
+        keep=a["ds_keep"],
+        dual_c=float(a["dual_c"]),
     )
     opt = kn.Optimizer(
         kind={"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer],
@@ -289,10 +295,12 @@ def simulate(
     -------
     pandas.DataFrame
         One row per logged step and run with columns ``run``, ``prompt``, ``seed_index``,
-        ``step``, the config columns (:data:`CONFIG_COLUMNS`, ``config_hash``, ``backend``), and
-        metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive mass, P-26), ``entropy``
-        (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact, ``1 - (1 - q_pos)^k``), ``groups``
-        (groups drawn since the previous logged step, first draws only), ``active_frac`` (the
+        ``step``, the config columns (:data:`CONFIG_COLUMNS`, ``config_hash``, ``backend``;
+        ``dual_clip`` is NaN when off, ``ds_range`` is ``"lo,hi"`` for the OpenRLHF filter and
+        empty otherwise), and metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive
+        mass, P-26), ``entropy`` (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact,
+        ``1 - (1 - q_pos)^k``), ``groups`` (groups drawn since the previous logged step, first
+        draws only), ``active_frac`` (the
         fraction of them with mixed rewards, P-7; NaN at step 0 where no group was drawn),
         ``tail_miss_<subset>`` (count of those groups that were active and drew no action of the
         subset: the event B of Lemma 3.1), ``resamples`` (dynamic-sampling redraws), then
@@ -300,8 +308,8 @@ def simulate(
         for any subset size: the rare-solution NLL of issue 11, theory.md section 11) and
         ``nll_rise_<subset>`` (its rise from step 0), and the counts over the *kept* groups (the
         group each step trains on: the last draw under dynamic sampling, else the first):
-        ``kept_active`` (kept groups with mixed rewards; fewer than ``groups`` only when
-        ``max_resamples`` ran out) and ``kept_tail_miss_<subset>`` (kept active groups that drew
+        ``kept_active`` (kept groups with mixed rewards; fewer than ``groups`` when
+        ``max_resamples`` ran out or the filter keeps all-equal groups) and ``kept_tail_miss_<subset>`` (kept active groups that drew
         no action of the subset; their frequency estimates Pr(B | A_N), theory.md section 12).
     SimTables
         With ``tables=True``: ``log`` (the frame above) and ``thresholds``, one row per run and
@@ -413,6 +421,8 @@ def simulate(
     d = cfg.to_dict()
     d["clip_low"], d["clip_high"] = a["clip_lo"], a["clip_hi"]
     d["correct"] = str(d["correct"])
+    d["dual_clip"] = np.nan if cfg.dual_clip is None else cfg.dual_clip  # NaN = off
+    d["ds_range"] = _ds_range_text(cfg)
     h = config_hash(cfg)
 
     def constants(n: int) -> dict:  # constant columns, built in one go (inserts are slow)
@@ -430,7 +440,7 @@ def simulate(
         cols[f"nll_{nm}"] = flat[:, m_nll(n_sub) + j]
     for j, nm in enumerate(names):
         cols[f"nll_rise_{nm}"] = flat[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
-    if cfg.dynamic_sampling:
+    if cfg.dynamic_sampling != "off":
         cols["kept_active"] = flat[:, m_kept_active(n_sub)].astype(np.int64)
         for j, nm in enumerate(names):
             cols[f"kept_tail_miss_{nm}"] = flat[:, m_kept_tail(n_sub) + j].astype(np.int64)
@@ -465,6 +475,16 @@ def simulate(
         tcols[f"nll_rise_{nm}"] = tf[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
     tcols.update(constants(R * n_thr))
     return SimTables(log, pd.DataFrame(tcols))
+
+
+def _ds_range_text(cfg: SimConfig) -> str:
+    """The ``ds_range`` column: ``"lo,hi"`` of OpenRLHF's filter in effect, else ``""``."""
+    if cfg.dynamic_sampling != "openrlhf":
+        return ""
+    from .config import DS_RANGE_DEFAULT
+
+    lo, hi = DS_RANGE_DEFAULT if cfg.ds_range is None else cfg.ds_range
+    return f"{lo!r},{hi!r}"
 
 
 def run_one(cfg: SimConfig) -> pd.DataFrame:
