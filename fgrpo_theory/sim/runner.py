@@ -300,17 +300,18 @@ def simulate(
         empty otherwise), and metrics: ``q_pos`` (correct mass), ``m_ret`` (retained positive
         mass, P-26), ``entropy`` (nats), ``mass_<subset>``, ``pass_at_<k>`` (exact,
         ``1 - (1 - q_pos)^k``), ``groups`` (groups drawn since the previous logged step, first
-        draws only), ``active_frac`` (the
-        fraction of them with mixed rewards, P-7; NaN at step 0 where no group was drawn),
+        draws only), ``active_frac`` (the fraction of them with mixed rewards, P-7; NaN at step 0
+        where no group was drawn),
         ``tail_miss_<subset>`` (count of those groups that were active and drew no action of the
         subset: the event B of Lemma 3.1), ``resamples`` (dynamic-sampling redraws), then
         ``nll_<subset>`` (mean of ``-log p`` over the subset, ``logsumexp(z) - mean_S z``, exact
-        for any subset size: the rare-solution NLL of issue 11, theory.md section 11) and
-        ``nll_rise_<subset>`` (its rise from step 0), and the counts over the *kept* groups (the
-        group each step trains on: the last draw under dynamic sampling, else the first):
-        ``kept_active`` (kept groups with mixed rewards; fewer than ``groups`` when
-        ``max_resamples`` ran out or the filter keeps all-equal groups) and ``kept_tail_miss_<subset>`` (kept active groups that drew
-        no action of the subset; their frequency estimates Pr(B | A_N), theory.md section 12).
+        for any subset size: the analogue of the rare-solution NLL of appendix M, theory.md
+        section 11) and ``nll_rise_<subset>`` (its rise from step 0), and the counts over the
+        *kept* groups (the group each step trains on: the last draw under dynamic sampling, else
+        the first): ``kept_active`` (kept groups with mixed rewards; fewer than ``groups`` when
+        ``max_resamples`` ran out or the filter keeps all-equal groups) and
+        ``kept_tail_miss_<subset>`` (kept active groups that drew no action of the subset; their
+        frequency estimates Pr(B | A_N), theory.md section 12).
     SimTables
         With ``tables=True``: ``log`` (the frame above) and ``thresholds``, one row per run and
         threshold t of ``config.thresholds`` (equal-progress metrics, theory.md section 11,
