@@ -233,11 +233,18 @@ class DaskExecutor(cf.Executor):
                     n_workers=self.spec.n_workers,
                     threads_per_worker=1,
                     processes=True,
-                    # a free port on loopback only (never every interface), or none at all
-                    dashboard_address="127.0.0.1:0" if self.dashboard else None,
+                    # Every server on loopback only, never every interface: the scheduler, the
+                    # workers and the scheduler's HTTP server (Dask starts the latter even with
+                    # the dashboard off, on 0.0.0.0:8787 unless told otherwise), which gets a free
+                    # port; the dashboard pages are served there only when asked.
+                    host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0",
                     scheduler_port=0,
                     silence_logs=logging.ERROR,
-                    scheduler_kwargs={"allowed_failures": max(self.retries, 1)},
+                    scheduler_kwargs={
+                        "allowed_failures": max(self.retries, 1),
+                        "dashboard": self.dashboard,
+                    },
                 )
             except RuntimeError as e:
                 raise RuntimeError(

@@ -474,22 +474,48 @@ def test_cli_local_cluster_equals_local(scheduler_cli, tmp_path):
 
 
 # -- issue 10 items 14 and 15 ---------------------------------------------------------------------
+def _listening_hosts(ex) -> dict[str, str]:
+    """Host of every server a local cluster runs: scheduler, HTTP server, workers, nannies."""
+    from urllib.parse import urlparse
+
+    sched = ex.cluster.scheduler
+    hosts = {f"scheduler {lst.listen_address}": urlparse(lst.listen_address).hostname
+             for lst in sched.listeners}  # fmt: skip
+    for sock in sched.http_server._sockets.values():
+        hosts[f"http {sock.getsockname()}"] = sock.getsockname()[0]
+    for addr, w in ex.client.scheduler_info()["workers"].items():
+        hosts[f"worker {addr}"] = urlparse(addr).hostname
+        if w.get("nanny"):
+            hosts[f"nanny {w['nanny']}"] = urlparse(w["nanny"]).hostname
+    return hosts
+
+
 @needs_dask
-@pytest.mark.parametrize(("asked", "expected"), [(False, None), (True, "127.0.0.1:0")])
-def test_local_cluster_dashboard_is_off_or_loopback_only(monkeypatch, asked, expected):
-    import distributed
+def test_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(cluster):
+    """Issue 10 item 14: Dask starts an HTTP server even with the dashboard off, on every
+    interface at port 8787 unless given an address; every server must be on 127.0.0.1."""
+    hosts = _listening_hosts(cluster)
+    assert len(hosts) >= 4, hosts  # scheduler, its HTTP server, 2 workers (and their nannies)
+    assert set(hosts.values()) == {"127.0.0.1"}, hosts
+    import urllib.error
+    import urllib.request
 
-    seen = {}
+    port = next(iter(cluster.cluster.scheduler.http_server._sockets.values())).getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    assert urllib.request.urlopen(f"{base}/health", timeout=5).status == 200  # the server is up
+    with pytest.raises(urllib.error.HTTPError, match="404"):  # but serves no dashboard page
+        urllib.request.urlopen(f"{base}/status", timeout=5)
 
-    class Recorder:
-        def __init__(self, **kwargs):
-            seen.update(kwargs)
-            raise RuntimeError("recorded")
 
-    monkeypatch.setattr(distributed, "LocalCluster", Recorder)
-    with pytest.raises(RuntimeError, match="recorded"):
-        DaskExecutor("local-cluster:1", dashboard=asked).start()
-    assert seen["dashboard_address"] == expected
+@needs_dask
+def test_dashboard_when_asked_is_served_on_loopback():
+    import urllib.request
+
+    with DaskExecutor("local-cluster:1", dashboard=True) as ex:
+        assert set(_listening_hosts(ex).values()) == {"127.0.0.1"}
+        sock = next(iter(ex.cluster.scheduler.http_server._sockets.values()))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/status"
+        assert urllib.request.urlopen(url, timeout=5).status == 200
 
 
 @pytest.fixture
