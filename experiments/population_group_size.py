@@ -6,11 +6,14 @@ N = 2, 4, 8, 16, 32, F-GRPO at N = 8 (gamma 0.5, 1) and the vanilla control at l
 focal effective-lr multiplier on the train prompts, theory.md section 13), 8 seeds, under Adam and
 SGD, at B = 32 and 8, at the shared (theta and phi trained) and fully tabular (theta frozen) ends.
 Also the batch-gradient signal-to-noise ratio |E[g]|^2 / E[|g|^2] at the start against N.
+16 seeds (the floor the project sets for any focal-versus-control statement; issue 12 asks for 8).
 Figure: rows = published Qwen2.5-7B sweep (Math avg), then shared/Adam (test prompts),
 tabular/Adam (train prompts: held-out ones cannot move there), shared/SGD (test), all B = 32,
 and shared/Adam compute-matched (B x N = 256, test; rows with ``B = -256`` in the table);
 columns = pass@1, pass@256, rise of rare NLL against N,
-focal starred, control as a cross, bars = 95% intervals over seeds (mean +- 1.96 s.e.).
+focal starred, control as a cross, bars = 95% intervals over seeds (mean +- 1.96 s.e.), every
+seed a small dot; last row = focal minus its matched control per seed (paired by seed), with the
+median and its 95% paired-bootstrap interval (:func:`fgrpo_theory.fair.paired_bootstrap_interval`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Populations: group-size sweep with shared vs tabular logits (issue 12)"
 IN_PAPER = False
-COST_SECONDS = 120  # measured 52 s on the loaded 2-core machine (load average ~17)
+COST_SECONDS = 120  # measured 25 s with 8 seeds (cold compile included), 2-core machine
 
 _METRICS = ["pass_at_1", "pass_at_256", "rare_nll_rise", "coverage_at_256", "active_frac"]
 
@@ -40,7 +43,7 @@ class Params:
     Ns: tuple[int, ...] = (2, 4, 8, 16, 32)
     focal_N: int = 8
     gammas: tuple[float, ...] = (0.5, 1.0)
-    seeds: int = 8
+    seeds: int = 16
     snr_draws: int = 200
     compute_budget: int = 256  # rows with B = -256: compute-matched, B = 256 // N
 
@@ -91,6 +94,40 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return m.join(se.add_suffix("_se")).reset_index()
 
 
+#: (sharing, optimizer, B, split) of the paired focal-minus-control comparisons
+PAIRED = (("shared", "sgd", 32, "test"), ("shared", "sgd", 8, "test"),
+          ("shared", "adam", 32, "test"), ("tabular", "sgd", 32, "train"),
+          ("tabular", "adam", 32, "train"))  # fmt: skip
+_PAIRED_METRICS = (("pass_at_1", 100.0), ("pass_at_256", 100.0), ("rare_nll_rise", 1.0))
+
+
+def paired(df: pd.DataFrame, params: Params = PARAMS) -> pd.DataFrame:
+    """Focal minus its matched control at ``focal_N``, per seed and as a paired summary.
+
+    One row per setting of :data:`PAIRED`, gamma and metric (pass@k in points): ``diffs`` (the
+    per-seed differences, seed order), ``median`` and the 95 % paired-bootstrap interval ``lo``,
+    ``hi`` (seed indices resampled jointly for both arms).
+    """
+    from fgrpo_theory.fair import paired_bootstrap_interval
+
+    d = df[(df["arm"].isin(["focal", "control"])) & (df["bucket"] == "all")]
+    rows = []
+    for sh, opt, B, split in PAIRED:
+        e = d[(d.sharing == sh) & (d.optimizer == opt) & (d.B == B) & (d.split == split)]
+        for g in params.gammas:
+            f = e[(e.arm == "focal") & (e.gamma == g)].sort_values("seed_index")
+            c = e[(e.arm == "control") & (e.gamma == g)].sort_values("seed_index")
+            if len(f) == 0 or len(f) != len(c) or len(f) < 2:
+                continue
+            for m, scale in _PAIRED_METRICS:
+                a, b = f[m].to_numpy() * scale, c[m].to_numpy() * scale
+                med, lo, hi = paired_bootstrap_interval(a, b)
+                rows.append(dict(sharing=sh, optimizer=opt, B=B, split=split, gamma=g, metric=m,
+                                 seeds=len(a), median=med, lo=lo, hi=hi,
+                                 diffs=a - b))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     """Published sweep (top row) beside the model at three settings."""
     s = summary(df)
@@ -98,8 +135,11 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     rows = [("shared", "adam", 32, "test"), ("tabular", "adam", 32, "train"),
             ("shared", "sgd", 32, "test"), ("shared", "adam", -256, "test")]  # fmt: skip
     rows = [r for r in rows if ((s.sharing == r[0]) & (s.optimizer == r[1]) & (s.B == r[2])).any()]
-    fig = Figure(figsize=(10, 2.4 * (1 + len(rows))))
-    axes = fig.subplots(1 + len(rows), 3, squeeze=False)
+    pr = paired(df, params)
+    n_rows = 1 + len(rows) + (1 if len(pr) else 0)
+    fig = Figure(figsize=(10, 2.4 * n_rows))
+    axes = fig.subplots(n_rows, 3, squeeze=False)
+    last = df[(df["arm"] != "snr") & (df["bucket"] == "all")]
     t = published_tables()
     t = t[(t.model == "Qwen2.5-7B") & (t.benchmark == "Math avg")]
     nll = rare_solution_nll()
@@ -119,25 +159,56 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         d = s[(s.sharing == sh) & (s.optimizer == opt) & (s.B == B) & (s.split == split)]
         for j, c in enumerate(cols):
             ax = axes[i, j]
+            seeds = last[(last.sharing == sh) & (last.optimizer == opt) & (last.B == B)
+                         & (last.split == split)]  # fmt: skip
             gr = d[d.arm == "grpo"].sort_values("N")
+            sg = seeds[seeds.arm == "grpo"]
+            ax.plot(sg.N, sg[c], ".", ms=2, color="0.55", zorder=1)  # every seed
             ax.errorbar(gr.N, gr[c], 1.96 * gr[f"{c}_se"], fmt="o-", color="k", capsize=2)
             for arm, mk, colr in (("focal", "*", "C3"), ("control", "x", "C0")):
                 a = d[d.arm == arm]
                 for k, (_, r) in enumerate(a.iterrows()):
-                    ax.errorbar([r.N * (1.06 + 0.06 * k)], [r[c]], [1.96 * r[f"{c}_se"]],
+                    x = r.N * (1.06 + 0.06 * k)
+                    sa = seeds[(seeds.arm == arm) & (seeds.gamma == r.gamma)]
+                    ax.plot(np.full(len(sa), x), sa[c], ".", ms=2, color=colr, alpha=0.5,
+                            zorder=1)  # fmt: skip
+                    ax.errorbar([x], [r[c]], [1.96 * r[f"{c}_se"]],
                                 fmt=mk, ms=10 if mk == "*" else 7, color=colr, capsize=2,
                                 label=f"{arm} gamma={r.gamma:g}" if j == 0 else None)  # fmt: skip
             bs = f"B={B}" if B > 0 else f"BxN={-B}"
             ax.set_title(f"{sh}, {opt}, {bs}: {split} {c.replace('_', ' ')}", fontsize=9)
         axes[i, 0].legend(fontsize=6)
-    for ax in axes.flat:
+    for ax in axes[: 1 + len(rows)].flat:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("N", fontsize=8)
         ax.tick_params(labelsize=7)
+    if len(pr):
+        _plot_paired(axes[-1], pr)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     note = (
         f"Top: {PAPER}, Qwen2.5-7B math average and rare-solution NLL. Below: the population "
-        "model (not fitted); star = F-GRPO N=8, cross = vanilla at lr x c."
+        f"model (not fitted), {params.seeds} seeds (dots); star = F-GRPO N={params.focal_N}, "
+        "cross = vanilla at lr x c. Last row: focal minus control per seed, median and 95% "
+        "paired-bootstrap interval."
     )
     footnote(fig, note)
     return fig
+
+
+def _plot_paired(axes, pr: pd.DataFrame) -> None:
+    """Per-seed focal-minus-control differences, one x position per setting and gamma."""
+    for j, (m, _) in enumerate(_PAIRED_METRICS):
+        ax = axes[j]
+        d = pr[pr.metric == m].reset_index(drop=True)
+        for i, r in d.iterrows():
+            colr = "C3" if r.gamma == 1.0 else "C1"
+            ax.plot(np.full(len(r.diffs), i), r.diffs, ".", ms=3, color=colr, alpha=0.5)
+            ax.errorbar([i + 0.25], [r["median"]], [[r["median"] - r.lo], [r.hi - r["median"]]],
+                        fmt="D", ms=4, color=colr, capsize=2)  # fmt: skip
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        labels = [f"{r.sharing} {r.optimizer}\nB={r.B} g={r.gamma:g}" for _, r in d.iterrows()]
+        ax.set_xticks(range(len(d)), labels, fontsize=6, rotation=90)
+        unit = " (points)" if m.startswith("pass") else ""
+        ax.set_ylabel(f"focal - control{unit}", fontsize=7)
+        ax.set_title(f"paired by seed: {m.replace('_', ' ')}", fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
