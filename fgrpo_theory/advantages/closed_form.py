@@ -310,10 +310,11 @@ def effective_lr_multiplier(
             fail("weights", 0.0, "of positive sum")
         w = w / w.sum()
     X = np.arange(n + 1)
-    pmf = w @ binom.pmf(X[None, :], n, m[:, None])  # Pr(X = x) of the mixture
+    # Pr(X = x) of the mixture; explicit sums (BLAS's order depends on its thread count)
+    pmf = (w[:, None] * binom.pmf(X[None, :], n, m[:, None])).sum(axis=0)
     a_pos, a_neg = binary_advantages(X, n, advantage)
     mean_abs = (X * np.abs(a_pos) + (n - X) * np.abs(a_neg)) / n
-    denom = float(pmf @ mean_abs)
+    denom = float((pmf * mean_abs).sum())
     if not denom > 0:
         fail("mu", m[0] if m.size == 1 else "population", "giving some active group (E|A| > 0)")
     g = np.asarray(focal_weight(X / n, gm.reshape(gm.shape + (1,))))

@@ -48,7 +48,10 @@ def diagnose_cmd(
         None, "--lr", help="The focal run's learning rate: adds the matched vanilla control's."
     ),
     compute: int | None = typer.Option(
-        None, "--compute", help="Largest group size searched (rollouts per prompt-step; 2..4096)."
+        None,
+        "--compute",
+        help="Largest group size searched (rollouts per prompt-step; 2..4096).",
+        show_default="max(64, 8 N), N the log's most common group size",
     ),
     by_step: int | None = typer.Option(
         None, "--by-step", metavar="W", help="Also fit each window of W steps."

@@ -15,13 +15,14 @@ directly, the Beta by Gauss-Jacobi quadrature (exact for polynomials in mu of de
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import betaln, digamma, gammaln, polygamma, roots_jacobi
+from scipy.special import betaln, digamma, gammaln, polygamma
 from scipy.stats import binom
 
-from .._validate import fail
+from .._validate import check_int_array, fail
 
 __all__ = [
     "BetaFit",
@@ -62,10 +63,43 @@ class MixtureFit:
         return int(np.sum(self.weights > 1e-6))
 
 
+#: Largest number of distinct (n, x) pairs a fit accepts (the grid fit holds pairs x 201 floats).
+MAX_PAIRS = 50_000
+
+
+def check_groups(n: Any, x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` (group sizes >= 1) and ``x`` (correct counts, 0 <= x <= n) as int64 arrays."""
+    n = check_int_array("n", n, lo=1, allow_empty=True).ravel()
+    x = check_int_array("x", x, lo=0, allow_empty=True).ravel()
+    if n.shape != x.shape:
+        fail("x", f"{x.size} values", f"one count per group size ({n.size} values in n)")
+    bad = x > n
+    if bad.any():
+        i = int(np.argmax(bad))
+        fail("x", int(x[i]), f"<= n (group {i} has n = {int(n[i])})")
+    return n, x
+
+
+def group_pairs(
+    n: np.ndarray, x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (n, x) pairs, their multiplicities, and each group's pair index.
+
+    The likelihoods depend on the groups through these pairs only; work is per pair, so memory
+    is bounded by :data:`MAX_PAIRS`, never by the number of groups.
+    """
+    pairs, inv, counts = np.unique(
+        np.stack([n, x], axis=1), axis=0, return_inverse=True, return_counts=True
+    )
+    if len(pairs) > MAX_PAIRS:
+        fail("LOG", f"{len(pairs)} distinct (n, n_correct) pairs", f"at most {MAX_PAIRS}")
+    return (pairs[:, 0].astype(float), pairs[:, 1].astype(float), counts.astype(float),
+            inv.ravel())  # fmt: skip
+
+
 def _counts(n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unique (n, x) pairs and their multiplicities (the likelihood depends on nothing else)."""
-    pairs, counts = np.unique(np.stack([n, x], axis=1), axis=0, return_counts=True)
-    return pairs[:, 0].astype(float), pairs[:, 1].astype(float), counts.astype(float)
+    return group_pairs(n, x)[:3]
 
 
 def _check_spread(n: np.ndarray, x: np.ndarray, prompts: np.ndarray | None) -> None:
@@ -87,8 +121,9 @@ def fit_beta_binomial(n: np.ndarray, x: np.ndarray, prompts: np.ndarray | None =
     Optimised over (ln a, ln b) by L-BFGS-B from the method-of-moments start, a and b kept in
     [1e-4, 1e6]. All groups all-correct or all-wrong give an unbounded likelihood: refused.
     """
+    n, x = check_groups(n, x)
     _check_spread(n, x, prompts)
-    nn, xx, w = _counts(np.asarray(n), np.asarray(x))
+    nn, xx, w = _counts(n, x)
     frac = xx / nn
     if np.all(frac == 0) or np.all(frac == 1):
         fail(
@@ -189,8 +224,9 @@ def fit_npmle(
     0 and 1 exactly. EM updates w_j <- mean_i posterior(j | x_i) until the log-likelihood gains
     less than ``tol`` (relative) or ``max_iter`` iterations.
     """
+    n, x = check_groups(n, x)
     _check_spread(n, x, prompts)
-    nn, xx, cnt = _counts(np.asarray(n), np.asarray(x))
+    nn, xx, cnt = _counts(n, x)
     t = np.linspace(0.0, 1.0, grid)
     mu = np.sin(np.pi * t / 2) ** 2
     mu[0], mu[-1] = 0.0, 1.0
@@ -201,14 +237,14 @@ def fit_npmle(
     it = 0
     while it < max_iter:
         it += 1
-        mix = lik @ w
+        mix = (lik * w).sum(axis=1)  # not lik @ w: BLAS sums in a thread-dependent order
         ll = float(np.sum(cnt * np.log(mix)))
-        w = w * ((cnt / mix) @ lik) / total
+        w = w * ((cnt / mix)[:, None] * lik).sum(axis=0) / total
         if ll - prev < tol * max(1.0, abs(ll)):
             break
         prev = ll
     w = w / w.sum()
-    ll = float(np.sum(cnt * np.log(lik @ w)))
+    ll = float(np.sum(cnt * np.log((lik * w).sum(axis=1))))
     return MixtureFit(mu, w, ll, it)
 
 
@@ -217,9 +253,38 @@ def beta_atoms(a: float, b: float, nodes: int = QUAD_NODES) -> tuple[np.ndarray,
 
     With t in [-1, 1] and weight (1 - t)^(b-1) (1 + t)^(a-1), mu = (1 + t)/2; exact for
     polynomials of degree < 2 * nodes, so E[mu^N] and E[(1-mu)^N] are exact for N < 400.
+    Computed by Golub-Welsch: the eigenvalues of the symmetric tridiagonal Jacobi matrix of the
+    monic Jacobi recurrence are the nodes, the squared first components of its eigenvectors the
+    weights. This stays finite for a near point mass (a + b in the thousands, as the fit of a
+    log whose prompts all have the same success rate gives), where the Newton-refined rule of
+    ``scipy.special.roots_jacobi`` returns NaN once a + b exceeds about 3,000.
     """
-    t, wt = roots_jacobi(nodes, b - 1.0, a - 1.0)
-    return (1.0 + t) / 2.0, wt / wt.sum()
+    from scipy.linalg import eigh_tridiagonal
+
+    a = float(a)
+    b = float(b)
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+        fail("a, b", f"{a!r}, {b!r}", "finite Beta parameters > 0")
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or not 1 <= nodes <= 2000:
+        fail("nodes", nodes, "an integer in [1, 2000]")
+    al, be = b - 1.0, a - 1.0  # the Jacobi exponents of (1 - t) and (1 + t)
+    k = np.arange(nodes, dtype=float)
+    s2 = 2.0 * k + al + be
+    diag = np.empty(nodes)
+    diag[0] = (be - al) / (al + be + 2.0)
+    diag[1:] = (be * be - al * al) / (s2[1:] * (s2[1:] + 2.0))
+    k1 = k[1:]
+    s1 = s2[1:]
+    off = np.empty(nodes - 1)
+    if nodes > 1:  # b_1 with the factor (1 + al + be) cancelled (0/0 when al + be = -1)
+        off[0] = 4.0 * (1.0 + al) * (1.0 + be) / ((2.0 + al + be) ** 2 * (3.0 + al + be))
+        k2, q2 = k1[1:], s1[1:]
+        off[1:] = (4.0 * k2 * (k2 + al) * (k2 + be) * (k2 + al + be)
+                   / (q2 * q2 * (q2 + 1.0) * (q2 - 1.0)))  # fmt: skip
+    t, vec = eigh_tridiagonal(diag, np.sqrt(off))
+    w = vec[0] ** 2
+    mu = np.clip((1.0 + t) / 2.0, 0.0, 1.0)
+    return mu, w / w.sum()
 
 
 def beta_active_fraction(a: float, b: float, n: np.ndarray) -> np.ndarray:

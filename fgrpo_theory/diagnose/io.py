@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._validate import fail
+from .._validate import check_scalar, fail
 
 __all__ = [
     "read_table",
@@ -35,6 +35,11 @@ GROUP_COLUMNS = ("prompt", "step", "n", "n_correct")
 ROLLOUT_COLUMNS = ("prompt", "step", "reward")
 #: Largest number of rows read (refused beyond, before parsing numbers).
 MAX_ROWS = 50_000_000
+
+
+#: CSV cells stay text, and "NA", "null" or an empty cell is never turned into a missing value
+#: (a prompt may be called "NA"; an empty number cell is named as bad by numeric_column).
+_CSV = dict(dtype=str, skipinitialspace=True, keep_default_na=False, na_filter=False)
 
 
 def read_table(source: str | Path, name: str = "LOG") -> pd.DataFrame:
@@ -57,7 +62,7 @@ def read_table(source: str | Path, name: str = "LOG") -> pd.DataFrame:
         elif suffix in (".jsonl", ".json", ".ndjson"):
             df = pd.read_json(path, lines=True, dtype=False)
         elif suffix == ".csv":
-            df = pd.read_csv(path, dtype=str, skipinitialspace=True)
+            df = pd.read_csv(path, **_CSV)
         else:
             return _from_text(path.read_text(encoding="utf-8"), name, str(path))
     except pd.errors.EmptyDataError:
@@ -75,7 +80,7 @@ def _from_text(text: str, name: str, where: str) -> pd.DataFrame:
     try:
         if stripped.startswith("{"):
             return pd.read_json(io.StringIO(text), lines=True, dtype=False)
-        return pd.read_csv(io.StringIO(text), dtype=str, skipinitialspace=True)
+        return pd.read_csv(io.StringIO(text), **_CSV)
     except (ValueError, pd.errors.ParserError) as e:
         fail(name, where, f"CSV or JSON Lines ({str(e).splitlines()[0]})")
 
@@ -83,10 +88,24 @@ def _from_text(text: str, name: str, where: str) -> pd.DataFrame:
 def _rename(df: pd.DataFrame, columns: dict[str, str] | None) -> pd.DataFrame:
     if not columns:
         return df
+    if not isinstance(columns, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in columns.items()
+    ):
+        fail("--columns", columns, "a mapping {new: old} of column names")
+    olds = list(columns.values())
     for new, old in columns.items():
         if old not in df.columns:
             fail(
                 "--columns", f"{new}={old}", f"a mapping from a column of the file ({_listing(df)})"
+            )
+        if olds.count(old) > 1:
+            fail("--columns", f"{new}={old}", f"each column of the file mapped once ({old} twice)")
+        if new != old and new in df.columns and new not in olds:
+            fail(
+                "--columns",
+                f"{new}={old}",
+                f"a new name that is not already a column of the file ({new} is one; map it "
+                f"away too, e.g. {new}_orig={new})",
             )
     return df.rename(columns={old: new for new, old in columns.items()})
 
@@ -94,6 +113,18 @@ def _rename(df: pd.DataFrame, columns: dict[str, str] | None) -> pd.DataFrame:
 def _listing(df: pd.DataFrame) -> str:
     cols = [str(c) for c in df.columns]
     return "columns there: " + (", ".join(cols[:20]) + (" ..." if len(cols) > 20 else ""))
+
+
+def id_column(df: pd.DataFrame, col: str = "prompt") -> np.ndarray:
+    """An id column (prompt, problem) as text; a missing or blank id is refused naming its row
+    (never dropped, never merged with another blank)."""
+    raw = df[col]
+    text = raw.astype(str).str.strip()
+    bad = raw.isna().to_numpy() | (text == "").to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        fail(col, raw.iloc[i], f"an id in every row (row {i + 1} of the data is blank)")
+    return raw.astype(str).to_numpy()
 
 
 def numeric_column(df: pd.DataFrame, col: str, *, integer: bool) -> np.ndarray:
@@ -151,10 +182,12 @@ def to_groups(
             "map names with --columns new=old)",
         )
     step = numeric_column(df, "step", integer=True) if "step" in df.columns else np.zeros(len(df))
-    prompt = df["prompt"].astype(str).to_numpy()
+    prompt = id_column(df, "prompt")
     if not per_rollout:
-        if rewards is not None or threshold is not None:
-            fail("--rewards", rewards or threshold, "given only for a per-rollout log (reward)")
+        if threshold is not None:
+            fail("--threshold", threshold, "given only for a per-rollout log (a reward column)")
+        if rewards is not None:
+            fail("--rewards", rewards, "given only for a per-rollout log (a reward column)")
         n = numeric_column(df, "n", integer=True)
         x = numeric_column(df, "n_correct", integer=True)
         if (n == 0).any():
@@ -170,9 +203,14 @@ def to_groups(
     if threshold is not None and rewards is not None:
         fail("--threshold", threshold, "not given together with --rewards")
     if threshold is not None:
-        correct = r >= float(threshold)
+        correct = r >= check_scalar("--threshold", threshold)
     else:
+        if rewards is not None and (
+            isinstance(rewards, str | bytes) or not hasattr(rewards, "__len__") or len(rewards) != 2
+        ):
+            fail("--rewards", rewards, "a pair R_c,R_w")
         rc, rw = rewards if rewards is not None else (1.0, -1.0)
+        rc, rw = check_scalar("--rewards", rc), check_scalar("--rewards", rw)
         if not rc > rw:
             fail("--rewards", f"{rc},{rw}", "R_c,R_w with R_c > R_w")
         outside = (r != rc) & (r != rw)

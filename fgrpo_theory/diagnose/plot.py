@@ -136,4 +136,4 @@ def plot_diagnosis(groups: pd.DataFrame, report: pd.DataFrame, path: str | Path)
         ax.legend(frameon=False)
         fmt = path.suffix.lower().lstrip(".")
         save_figure(fig, path.with_suffix(""), formats=[fmt])
-    return path
+    return path.with_suffix("." + fmt)  # the file written (save_figure names it in lower case)

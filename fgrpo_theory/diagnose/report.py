@@ -34,12 +34,13 @@ from .._validate import check_int_array, check_scalar, fail
 from ..advantages import effective_lr_multiplier
 from ..tail_miss import active_probability, tail_miss_probability
 from .fit import (
-    _counts,
     beta_active_fraction,
     beta_atoms,
+    check_groups,
     fit_beta_binomial,
     fit_beta_counts,
     fit_npmle,
+    group_pairs,
 )
 
 __all__ = ["diagnose", "DEFAULT_RHO", "DEFAULT_GAMMA", "COLUMNS"]
@@ -59,7 +60,8 @@ def _population_miss(
     Nc = np.asarray(N, dtype=float)[:, None]
     pb = np.asarray(tail_miss_probability(Nc, mu[None, :], rho * mu[None, :]))
     pa = np.asarray(active_probability(Nc, mu[None, :]))
-    return pb @ w, pa @ w
+    # explicit sums, not pb @ w: BLAS sums in an order that depends on its thread count
+    return (pb * w).sum(axis=1), (pa * w).sum(axis=1)
 
 
 def _analyse(
@@ -99,19 +101,15 @@ def _analyse(
     comp = int(compute) if compute is not None else max(64, 8 * N)
 
     # Bootstrap over prompts: resample prompts with replacement, refit the Beta on the groups.
-    nn, xx, _ = _counts(n, x)
-    pair_index = {
-        (a, b): i for i, (a, b) in enumerate(zip(nn.astype(int), xx.astype(int), strict=True))
-    }
+    # A replicate's weight of each (n, x) pair is the sum, over its groups, of how often the
+    # group's prompt was drawn: O(groups) work and memory, no prompts x pairs matrix.
+    nn, xx, _, pair_of_group = group_pairs(n, x)
     pid, p_inv = np.unique(prompts, return_inverse=True)
-    cols = np.array([pair_index[(a, b)] for a, b in zip(n, x, strict=True)])
-    mat = np.zeros((pid.size, nn.size))
-    np.add.at(mat, (p_inv, cols), 1.0)
     rng = np.random.default_rng(seed)
     boot = []
     for _ in range(bootstrap):
         pick = np.bincount(rng.integers(0, pid.size, pid.size), minlength=pid.size)
-        wts = pick @ mat
+        wts = np.bincount(pair_of_group, weights=pick[p_inv].astype(float), minlength=nn.size)
         keep = wts > 0
         f = fit_beta_counts(nn[keep], xx[keep], wts[keep], start=(beta.a, beta.b))
         boot.append((f.a, f.b))
@@ -153,8 +151,8 @@ def _analyse(
     lo, hi = ci(np.array([np.mean(beta_active_fraction(a, b, n)) for a, b in boot_ab]))
     add("active_fraction_predicted", pred, lo=lo, hi=hi, note="beta-binomial fit")
     mu_m, w_m = mix.mu, mix.weights
-    pa_groups = 1 - mu_m[None, :] ** n[:, None] - (1 - mu_m[None, :]) ** n[:, None]
-    add("active_fraction_predicted_npmle", float(np.mean(pa_groups @ w_m)))
+    pa_n = [float(np.sum(w_m * (1 - mu_m**s - (1 - mu_m) ** s))) for s in sizes]
+    add("active_fraction_predicted_npmle", float(np.sum(counts * np.asarray(pa_n))) / n.size)
 
     Ns = np.arange(2, comp + 1)
     atoms = beta_atoms(beta.a, beta.b)
@@ -254,14 +252,22 @@ def diagnose(
         compute = int(check_int_array("compute", compute, lo=2, hi=MAX_COMPUTE))
     bootstrap = int(check_int_array("bootstrap", bootstrap, lo=0, hi=100_000))
     seed = int(check_int_array("seed", seed, lo=0))
+    if not isinstance(groups, pd.DataFrame):
+        fail("groups", type(groups).__name__, "a DataFrame with columns prompt, step, n, n_correct")
+    missing = [c for c in ("prompt", "step", "n", "n_correct") if c not in groups.columns]
+    if missing:
+        fail("groups", "columns " + ",".join(map(str, groups.columns)),
+             "a DataFrame with columns prompt, step, n, n_correct (missing "
+             + ", ".join(missing) + ")")  # fmt: skip
     if len(groups) == 0:
         fail("LOG", "no groups", "a log with at least one group")
-    n = groups["n"].to_numpy(np.int64)
-    x = groups["n_correct"].to_numpy(np.int64)
+    n, x = check_groups(groups["n"].to_numpy(), groups["n_correct"].to_numpy())
     if n.max() > 100_000:
         fail("n", int(n.max()), "<= 100000 (group size)")
+    if groups["prompt"].isna().any():
+        fail("prompt", "a missing value", "a prompt id in every group")
     prompts = groups["prompt"].astype(str).to_numpy()
-    steps = groups["step"].to_numpy(np.int64)
+    steps = check_int_array("step", groups["step"].to_numpy(), lo=0)
     kw = dict(rho=rho_a, gamma=gam, lr=lr, compute=compute, bootstrap=bootstrap, seed=seed)
     rows = _analyse(n, x, prompts, window="all", **kw)
     if by_step is not None:
