@@ -33,12 +33,14 @@ import numpy as np
 from ._validate import check_int_array, check_scalar, fail
 from .passk import pass_at_k
 
-__all__ = ["compare_passk", "MAX_DRAWS", "MAX_STORED"]
+__all__ = ["compare_passk", "MAX_DRAWS", "MAX_STORED", "MAX_TABLE"]
 
 #: Largest number of hypergeometric draws (2 * iterations * problems) one call may make.
 MAX_DRAWS = 2_000_000_000
 #: Largest len(k) * iterations (the stored subsample differences, 8 bytes each, twice).
 MAX_STORED = 20_000_000
+#: Largest number of floats held in hypergeometric CDF tables (one of m per distinct (n, c)).
+MAX_TABLE = 200_000_000
 
 
 def _hypergeom_cdf(n: int, c: int, m: int) -> np.ndarray:
@@ -99,7 +101,9 @@ def compare_passk(
         generations); ``difference`` (pass_b - pass_a); ``ci_low``, ``ci_high`` (rescaled
         m-out-of-n interval), ``p_value``; ``paper_ci_low``, ``paper_ci_high`` (raw percentile
         interval of the subsample differences); ``subsample_sd`` (their standard deviation);
-        ``significant`` (the rescaled interval excludes 0).
+        ``significant`` (``p_value <= alpha``: derived from the reported p-value, so the two never
+        disagree; with few iterations the +1 correction of the p-value can leave an interval
+        that just excludes 0 not significant).
 
     Raises
     ------
@@ -136,6 +140,9 @@ def compare_passk(
         fail("k", f"{ks.size} values", f"at most {MAX_STORED} / iterations values (memory)")
     alpha = check_scalar("alpha", alpha, lo=0, hi=1, lo_open=True, hi_open=True)
     seed = int(check_int_array("seed", seed, lo=0))
+    n_tables = np.unique(np.stack([np.concatenate([na, nb]), np.concatenate([ca, cb])]), axis=1)
+    if (n_tables.shape[1] + ks.size) * (m + 1) > MAX_TABLE:
+        fail("m", m, f"such that (distinct (n, c) pairs + len(k)) * (m + 1) <= {MAX_TABLE:.0e}")
 
     rng = np.random.default_rng(seed)
     tables = np.stack([_pass_table(m, int(kk)) for kk in ks])  # (len(k), m + 1)
@@ -174,5 +181,5 @@ def compare_passk(
         "paper_ci_low": q_lo,
         "paper_ci_high": q_hi,
         "subsample_sd": diffs.std(axis=1, ddof=1),
-        "significant": (ci_low > 0) | (ci_high < 0),
+        "significant": p_value <= alpha,
     }

@@ -24,7 +24,10 @@ __all__ = ["compare_passk_cmd"]
 
 
 def _read_counts(source: str, name: str, columns: dict[str, str] | None):
-    from ..diagnose.io import _rename, numeric_column, read_table
+    import numpy as np
+    import pandas as pd
+
+    from ..diagnose.io import _rename, id_column, numeric_column, read_table
 
     df = _rename(read_table(source, name), columns)
     missing = [c for c in ("problem", "n", "c") if c not in df.columns]
@@ -33,11 +36,17 @@ def _read_counts(source: str, name: str, columns: dict[str, str] | None):
         fail(name, ", ".join(missing), f"a file with columns problem,n,c (missing; there: {there})")
     if len(df) == 0:
         fail(name, source, "a file with at least one problem")
-    prob = df["problem"].astype(str)
+    prob = pd.Series(id_column(df, "problem"))
     if prob.duplicated().any():
         fail(name, prob[prob.duplicated()].iloc[0], "one row per problem (repeated problem)")
     n = numeric_column(df, "n", integer=True)
     c = numeric_column(df, "c", integer=True)
+    if (n == 0).any():
+        i = int(np.argmax(n == 0))
+        fail(name, f"n = 0 for problem {prob.iloc[i]}", "a file with n >= 1 generations")
+    if (c > n).any():
+        i = int(np.argmax(c > n))
+        fail(name, f"c = {c[i]} > n = {n[i]} for problem {prob.iloc[i]}", "a file with c <= n")
     return prob.to_numpy(), n, c
 
 
