@@ -115,7 +115,7 @@ def test_repeated_subset_name_and_overflowing_lr_are_user_errors(cli):
     r = cli(*base, "--subset", "a=1", "--subset", "a=2")
     assert r.code == 2 and "--subset must be a NAME given once; got 'a=2'" in r.err
     r = cli(*base, "--optimizer", "adam", "--lr", "1e308")
-    assert r.code == 2 and r.err.startswith("Error: lr must be small enough that the logits")
+    assert r.code == 2 and r.err.startswith("Error: --lr must be small enough that the logits")
 
 
 def test_config_file_and_rewards_flag(cli, tmp_path):
@@ -155,17 +155,17 @@ def test_non_utf8_config_names_option_and_file(cli, tmp_path):
     p.write_bytes(b"name = 'caf\xe9'\n")
     r = cli("simulate", "--config", str(p))
     assert r.code == 2 and r.err.count("\n") == 1
-    assert r.err.startswith("Error: config must be a UTF-8 text file") and str(p) in r.err
+    assert r.err.startswith("Error: --config must be a UTF-8 text file") and str(p) in r.err
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--steps", "9223372036854775808"], "steps must be <= 9007199254740992"),
-        (["--steps", "1000000000000", "--log-every", "1"], "log_every must be an output that fits"),
+        (["--steps", "1000000000000", "--log-every", "1"], "--log-every must be an output that fits"),
         (["--seeds", "1000000000", "--steps", "1"], "seeds must be an output that fits in memory"),
         (["--seeds", "9223372036854775808"], "seeds must be <= 9007199254740992"),
-        (["--pass-k", "1..1000000", "--steps", "5"], "pass_k must be at most 1024 values"),
+        (["--pass-k", "1..1000000", "--steps", "5"], "--pass-k must be at most 1024 values"),
         (["--steps", "1000000000000", "--log-every", "1000000000000", "--seeds", "100"],
          "steps must be a run that can finish"),
     ],

@@ -474,16 +474,16 @@ def test_cli_dual_clip_off_overrides_a_file(cli, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dual-clip", "1"], "dual_clip must be > 1.0; got 1.0"),
+        (["--dual-clip", "1"], "--dual-clip must be > 1.0; got 1.0"),
         (["--dual-clip", "x"], "--dual-clip"),
         (["--dual-clip", "2,3"], "--dual-clip must be one number c > 1 (e.g. 3) or off"),
-        (["--dynamic-sampling", "yes"], "dynamic_sampling must be one of off, dapo, verl"),
-        (["--ds-range", "0.2,0.8"], "ds_range must be None unless dynamic_sampling"),
+        (["--dynamic-sampling", "yes"], "--dynamic-sampling must be one of off, dapo, verl"),
+        (["--ds-range", "0.2,0.8"], "--ds-range must be None unless dynamic_sampling"),
         (["--dynamic-sampling", "openrlhf", "--ds-range", "0.2"],
          "--ds-range must be two values LO,HI such as 0,1"),
-        (["--clip-low", "2"], "clip_low must be in [0.0, 1.0]; got 2.0"),
-        (["--max-resamples", "0"], "max_resamples must be >= 1; got 0"),
-        (["--algo", "cispo", "--dual-clip", "3"], "dual_clip must be None for algo = cispo"),
+        (["--clip-low", "2"], "--clip-low must be in [0.0, 1.0]; got 2.0"),
+        (["--max-resamples", "0"], "--max-resamples must be >= 1; got 0"),
+        (["--algo", "cispo", "--dual-clip", "3"], "--dual-clip must be None for algo = cispo"),
     ],
 )  # fmt: skip
 def test_cli_bad_values_one_line_exit_2(cli, args, message):

@@ -23,6 +23,36 @@ from . import figures, validate  # noqa: E402,F401  isort: skip
 __all__ = ["app", "main"]
 
 
+def _in_option_words(message: str, args: Sequence[str]) -> str:
+    """Name the option, not the library argument, that starts a library message.
+
+    Library functions raise ``"<argument> must be ...; got <value>"``; when the invoked command
+    has the option ``--<argument>`` (underscores as hyphens: ``by_step`` is ``--by-step``) and
+    the user typed it, the message names the option, so a user reads the words they typed. Other
+    messages pass as they are (they name an option, a file, a column, or the key of a config file
+    or preset the value came from).
+    """
+    import re
+
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*) must ", message)
+    name = next((a for a in args if not a.startswith("-")), None)
+    if m is None or name is None:
+        return message
+    try:
+        import typer
+
+        cmd = typer.main.get_command(app).commands.get(name)  # type: ignore[attr-defined]
+    except Exception:  # pragma: no cover - a message must never fail to print
+        return message
+    if cmd is None:
+        return message
+    opts = {o for p in cmd.params for o in getattr(p, "opts", ()) if o.startswith("--")}
+    option = "--" + m.group(1).replace("_", "-")
+    typed = any(a == option or a.startswith(option + "=") for a in args)
+    # only an option the user typed: a value from a config file or preset keeps its key's name
+    return option + message[len(m.group(1)) :] if option in opts and typed else message
+
+
 def _error(message: str) -> int:
     print("Error: " + " ".join(str(message).split()), file=sys.stderr)
     return 2
@@ -48,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         code = _error("out of memory: the request is too large for this machine; ask for less")
     except ValueError as e:
-        code = _error(str(e))
+        code = _error(_in_option_words(str(e), args))
     except OSError as e:  # a path the user gave cannot be read or written
         where = f" '{e.filename}'" if e.filename else ""
         code = _error(f"cannot use the path{where}: {e.strerror or e}")
