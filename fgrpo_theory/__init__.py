@@ -54,7 +54,7 @@ Policies
    log_probabilities                     -- log softmax(logits)
    success_probability                   -- mu = pi(C) (P-2)
    load_logits                           -- logits from a spec, .npy or .csv
-   load_correct_mask                     -- correct mask from an index set or file
+   load_correct_mask                     -- correct mask (booleans or 0/1) from a .npy or .csv file
    load_policy                           -- logits and correct mask together
 
 Mass redistribution (one update of a softmax policy)

@@ -193,8 +193,13 @@ def load_logits(path: str | Path, *, name: str = "--logits") -> np.ndarray:
     return parse_logits(text, name=name, max_actions=MAX_ACTIONS)
 
 
-def load_correct_mask(path: str | Path, size: int, *, name: str = "--correct-mask") -> np.ndarray:
-    """Load a correct mask (booleans or 0/1 values) from ``.npy`` or ``.csv``; length ``size``."""
+def load_correct_mask(path: str | Path, size: int, *, name: str = "path") -> np.ndarray:
+    """Load a correct mask (booleans or 0/1 values) from ``.npy`` or ``.csv``; length ``size``.
+
+    A file only: an index set of correct actions (``"0..9999"``) is what ``correct`` takes
+    everywhere else (:func:`fgrpo_theory.sim.SimConfig`, ``--correct``). ``name`` is the
+    argument that errors name.
+    """
     arr = _load_array(path, name)
     if arr.ndim != 1:
         fail(name, str(path), f"a file of a 1-D mask (shape {arr.shape})")
@@ -230,20 +235,20 @@ def load_policy(
     -------
     logits, correct_mask : numpy.ndarray
     """
-    z = load_logits(logits_path)
+    z = load_logits(logits_path, name="logits_path")
     if (correct_mask_path is None) == (n_correct is None):
         fail(
-            "--correct-mask",
+            "correct_mask_path",
             "both or neither",
-            "given alone, or replaced by --n-correct (exactly one of the two)",
+            "given alone, or replaced by n_correct (exactly one of the two)",
         )
     if correct_mask_path is not None:
-        mask = load_correct_mask(correct_mask_path, z.size)
+        mask = load_correct_mask(correct_mask_path, z.size, name="correct_mask_path")
     else:
-        k = int(check_int_array("--n-correct", n_correct, lo=1, hi=z.size))
+        k = int(check_int_array("n_correct", n_correct, lo=1, hi=z.size))
         mask = np.zeros(z.size, dtype=bool)
         mask[:k] = True
-    return check_policy(z, mask, names=("--logits", "--correct-mask"))
+    return check_policy(z, mask, names=("logits_path", "correct_mask_path"))
 
 
 def _load_array(path: str | Path, name: str) -> np.ndarray:

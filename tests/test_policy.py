@@ -72,22 +72,22 @@ def test_load_policy_errors(tmp_path):
     (tmp_path / "m.csv").write_text("0,0\n")
     (tmp_path / "short.csv").write_text("1\n")
     (tmp_path / "z.txtx").write_text("1\n")
-    with pytest.raises(ValueError, match="^--logits must be a finite number .entry 1 of"):
+    with pytest.raises(ValueError, match="^logits_path must be a finite number .entry 1 of"):
         load_policy(tmp_path / "bad.csv", n_correct=1)
-    with pytest.raises(ValueError, match="^--correct-mask must be a mask with at least one"):
+    with pytest.raises(ValueError, match="^correct_mask_path must be a mask with at least one"):
         load_policy(tmp_path / "z.csv", tmp_path / "m.csv")
-    with pytest.raises(ValueError, match="^--correct-mask must be one value per action"):
+    with pytest.raises(ValueError, match="^correct_mask_path must be one value per action"):
         load_policy(tmp_path / "z.csv", tmp_path / "short.csv")
-    with pytest.raises(ValueError, match="^--n-correct must be >= 1; got 0"):
+    with pytest.raises(ValueError, match="^n_correct must be >= 1; got 0"):
         load_policy(tmp_path / "z.csv", n_correct=0)
-    with pytest.raises(ValueError, match="^--correct-mask must be given alone"):
+    with pytest.raises(ValueError, match="^correct_mask_path must be given alone"):
         load_policy(tmp_path / "z.csv")
-    with pytest.raises(ValueError, match="^--logits must be a .npy or .csv file"):
+    with pytest.raises(ValueError, match="^logits_path must be a .npy or .csv file"):
         load_policy(tmp_path / "z.txtx", n_correct=1)
-    with pytest.raises(ValueError, match="^--logits must be an existing file"):
+    with pytest.raises(ValueError, match="^logits_path must be an existing file"):
         load_policy(tmp_path / "missing.npy", n_correct=1)
-    with pytest.raises(ValueError, match="^--logits must be a .npy or .csv file"):
+    with pytest.raises(ValueError, match="^logits_path must be a .npy or .csv file"):
         load_policy(tmp_path, n_correct=1)  # a folder
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(ValueError, match="^--logits must be a readable UTF-8 text file"):
+    with pytest.raises(ValueError, match="^logits_path must be a readable UTF-8 text file"):
         load_policy(tmp_path / "bin.csv", n_correct=1)

@@ -147,8 +147,21 @@ def test_unsolvable_prompts_refused_with_count_or_dropped():
 def test_pass_rate_csv_errors(tmp_path):
     f = tmp_path / "r.csv"
     f.write_text("pass_rate\n0.5\n1.5\n")
-    with pytest.raises(ValueError, match="values in \\[0, 1\\]"):
+    with pytest.raises(
+        ValueError, match=r"in \[0, 1\] in every row \(row 2 of the data holds '1.5'\)"
+    ):
         generate_population(PopulationConfig(P=2, P_test=0, B=1, pass_rates=str(f)))
+    f.write_text("pass_rate\n0.5\nnan\n")  # "nan" is not a rate, and the message is one line
+    with pytest.raises(ValueError, match=r"\(row 2 of the data holds 'nan'\)") as e:
+        generate_population(PopulationConfig(P=2, P_test=0, B=1, pass_rates=str(f)))
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=r"^threads must be an integer >= 1; got 2.5$"):
+        simulate_population(PopulationConfig(P=4, P_test=0, B=1, K=8, steps=1), threads=2.5)
+    with pytest.raises(ValueError, match=r"^advantage must be one of .*; got 'bogus'$") as e:
+        PopulationConfig(advantage="bogus")
+    assert str(e.value).count("must be") == 1
+    with pytest.raises(ValueError, match=r"^log_every must be such that seeds x logged steps"):
+        simulate_population(PopulationConfig(steps=10**7, log_every=1))  # refused, never built
     f.write_text("rate\n0.5\n0.5\n")
     with pytest.raises(ValueError, match="column 'pass_rate'"):
         generate_population(PopulationConfig(P=2, P_test=0, B=1, pass_rates=str(f)))

@@ -253,3 +253,17 @@ def test_errors_name_the_option_typed(tmp_path, capsys, argv, expected):
     counts.write_text("problem,n,c\np1,64,1\np2,64,3\n")
     argv = [str(log) if a == "LOG" else str(counts) if a == "A" else a for a in argv]
     _one_line_error(capsys, argv, expected)
+
+
+# -- fair-comparison arguments ---------------------------------------------------------------
+def test_fair_functions_refuse_wrong_types_in_one_line():
+    from fgrpo_theory import fair
+
+    with pytest.raises(ValueError, match=r"^config must be a SimConfig; got 'x'$"):
+        fair.run_comparison("x")
+    with pytest.raises(ValueError, match=r"^metrics must be the DataFrame that run_comparison"):
+        fair.paired_differences("x")
+    with pytest.raises(ValueError, match=r"^a must be a 1-D array of per-seed values; got 'ab'$"):
+        fair.paired_bootstrap_interval("ab", [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^b must be a 1-D array of per-seed numbers"):
+        fair.paired_bootstrap_interval([1.0, 2.0], [object(), 1.0])

@@ -151,6 +151,9 @@ def run_comparison(
     ``lr_multiplier``, ``final_q_pos`` and ``final_m_ret`` (at the last step).
     ``df.attrs["progress_match"]`` holds the progress search.
     """
+    from .controls import _check_focal
+
+    _check_focal(cfg)
     if thresholds is None:
         thresholds = cfg.thresholds or DEFAULT_THRESHOLDS
     t = tuple(check_thresholds(thresholds))
@@ -185,6 +188,8 @@ def paired_differences(
     ``statistic``), ``pairs`` and the medians of each arm. Groups with fewer than 2 pairs get
     ``pairs < 2`` and are left out (never NaN).
     """
+    if not isinstance(metrics, pd.DataFrame):
+        fail("metrics", type(metrics).__name__, "the DataFrame that run_comparison returns")
     for col in ("arm", "seed_index", "threshold", "reached", metric):
         if col not in metrics.columns:
             fail("metrics", f"a table without column {col!r}", "the output of run_comparison")

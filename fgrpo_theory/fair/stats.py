@@ -28,7 +28,12 @@ _MAX_BOOT_CELLS = 50_000_000
 
 
 def _values(name: str, x: Any) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
+    if isinstance(x, str | bytes):
+        fail(name, x, "a 1-D array of per-seed values")
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        fail(name, repr(x)[:40], "a 1-D array of per-seed numbers")
     if a.ndim != 1:
         fail(name, f"an array of shape {a.shape}", "a 1-D array of per-seed values")
     if a.size < 2:

@@ -58,20 +58,29 @@ def _read_correctness(path: str, P_all: int, K: int) -> np.ndarray:
 
 
 def _read_pass_rates(path: str, P_all: int) -> np.ndarray:
+    """The ``pass_rate`` column of a CSV, one value in [0, 1] per prompt; one-line errors."""
     import pandas as pd
 
     try:
-        df = pd.read_csv(path)
-    except (OSError, ValueError) as e:
-        fail("pass_rates", path, f"a readable CSV ({e})")
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        fail("pass_rates", path, f"a readable CSV ({first})")
     if "pass_rate" not in df.columns:
-        fail("pass_rates", path, "a CSV with a column 'pass_rate'")
-    v = pd.to_numeric(df["pass_rate"], errors="coerce").to_numpy(float)
-    if len(v) != P_all:
-        fail("pass_rates", path, f"a CSV with P + P_test = {P_all} rows; it has {len(v)}")
-    bad = ~((v >= 0.0) & (v <= 1.0))
+        there = ", ".join(map(str, df.columns[:20]))
+        fail("pass_rates", path, f"a CSV with a column 'pass_rate' (columns there: {there})")
+    raw = df["pass_rate"]
+    if len(raw) != P_all:
+        fail("pass_rates", path, f"a CSV with P + P_test = {P_all} rows; it has {len(raw)}")
+    v = pd.to_numeric(raw, errors="coerce").to_numpy(float)
+    bad = ~((v >= 0.0) & (v <= 1.0))  # also NaN: an empty or non-numeric cell
     if bad.any():
-        fail("pass_rates", path, f"values in [0, 1]; row {int(np.argmax(bad))} is {v[bad][0]}")
+        i = int(np.argmax(bad))
+        fail(
+            "pass_rates",
+            path,
+            f"a pass_rate in [0, 1] in every row (row {i + 1} of the data holds {raw.iloc[i]!r})",
+        )
     return v
 
 

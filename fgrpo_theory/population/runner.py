@@ -101,16 +101,19 @@ def simulate_population(
     if cfg.B > n_train:
         fail("B", cfg.B, f"<= the number of train prompts ({n_train})")
     a_c, a_w, zero_sum = advantage_tables(cfg)
-    log_steps = cfg.log_schedule()
-    n_log = len(log_steps)
     P_all, K = pop.phi0.shape
     R = cfg.seeds
+    # logged steps counted before any schedule is built: 0, every log_every, and the last
+    n_log = cfg.steps // cfg.log_every + 1 + (cfg.steps % cfg.log_every != 0)
     if R * n_log * P_all * 4 > MAX_OUT:
         fail(
-            "seeds",
-            R,
-            f"such that seeds x logged steps x prompts x 4 <= {MAX_OUT} (raise log_every)",
+            "log_every",
+            cfg.log_every,
+            f"such that seeds x logged steps x prompts x 4 <= {MAX_OUT} ({R} x {n_log} x "
+            f"{P_all} x 4 now: raise log_every or lower seeds)",
         )
+    log_steps = cfg.log_schedule()
+    assert len(log_steps) == n_log
     keys = _run_keys(cfg)
     out_p = np.zeros((R, n_log, P_all, kn.N_PMET))
     out_c = np.zeros((R, n_log, n_train, kn.N_CNT), dtype=np.int64)
@@ -118,9 +121,11 @@ def simulate_population(
     rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
     opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
     old = numba.get_num_threads()
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
+    ):
+        fail("threads", threads, "an integer >= 1")
     nt = old if threads is None else int(threads)
-    if nt < 1:
-        fail("threads", threads, ">= 1")
     numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
         batch = R if progress is None else max(1, min(R, nt))
