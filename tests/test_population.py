@@ -206,16 +206,22 @@ def test_lazy_adam_equals_eager_per_step_updates_bit_for_bit(monkeypatch, kw):
     assert np.abs(lastp - first).max() > 1e-3
 
 
-@pytest.mark.parametrize("opt,max_res", [("sgd", 3), ("adam", 1)])
-def test_dynamic_sampling_one_prompt_equals_single_prompt_simulator(opt, max_res):
-    """DAPO's all-equal redraw: with B = P = 1 and theta frozen, the single-prompt simulator's
-    trajectory and redraw counts, bit for bit (an easy prompt, so most groups are all-correct)."""
+@pytest.mark.parametrize(
+    "opt,max_res,ds,ds_range",
+    [("sgd", 3, True, None), ("adam", 1, "dapo", None), ("sgd", 2, "openrlhf", (0.3, 0.9)),
+     ("sgd", 2, "verl", None)],
+)  # fmt: skip
+def test_dynamic_sampling_one_prompt_equals_single_prompt_simulator(opt, max_res, ds, ds_range):
+    """A trainer's filter: with B = P = 1 and theta frozen, the single-prompt simulator's
+    trajectory and redraw counts, bit for bit (an easy prompt, so most groups are all-correct).
+    The filters share one keep table (``ds_keep_table``); openrlhf's range here drops groups
+    with 0, 1 or 4 correct of 4."""
     K, logits, correct = 20, "3.0x2,0.0x18", "0..1"
     lr = 0.5 if opt == "sgd" else 0.05
     sc = SimConfig(
         K=K, logits=logits, correct=correct, N=4, steps=90, optimizer=opt, lr=lr, seeds=3,
         seed=2, log_every=30, backend="dense", sampler="iid", advantage="grpo",
-        dynamic_sampling=True, max_resamples=max_res,
+        dynamic_sampling=ds, max_resamples=max_res, ds_range=ds_range,
     )  # fmt: skip
     ref = simulate(sc)
     from fgrpo_theory.sim.config import parse_index_set, parse_logits
@@ -225,14 +231,17 @@ def test_dynamic_sampling_one_prompt_equals_single_prompt_simulator(opt, max_res
     cm[parse_index_set(correct, K, "correct")] = 1
     pc = PopulationConfig(
         P=1, P_test=0, K=K, B=1, N=4, steps=90, optimizer=opt, lr_shared=0.0, lr_prompt=lr,
-        seeds=3, seed=2, log_every=30, dynamic_sampling=True, max_resamples=max_res,
+        seeds=3, seed=2, log_every=30, dynamic_sampling=ds, max_resamples=max_res,
+        ds_range=ds_range,
     )  # fmt: skip
     got = simulate_population(pc, population=_single(z0, cm), per_prompt=True)
     assert np.array_equal(got["mu"].to_numpy(), ref["q_pos"].to_numpy())
     assert np.array_equal(got["entropy"].to_numpy(), ref["entropy"].to_numpy())
     assert np.array_equal(got["resamples"].to_numpy(), ref["resamples"].to_numpy())
     assert got["resamples"].sum() > 0
-    off = simulate_population(pc.replace(dynamic_sampling=False), population=_single(z0, cm))
+    off = simulate_population(
+        pc.replace(dynamic_sampling=False, ds_range=None), population=_single(z0, cm)
+    )
     assert (off["resamples"] == 0).all()
     with pytest.raises(ValueError, match="max_resamples must be >= 1"):
         pc.replace(max_resamples=0)

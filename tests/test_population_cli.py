@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pandas as pd
 
 
@@ -40,10 +41,21 @@ def test_population_config_file_and_errors(cli, tmp_path):
     assert r.code == 2 and "bogus" in r.err and "\n" not in r.err.strip()
 
 
-def test_population_dynamic_sampling_flag(cli, tmp_path):
-    out = tmp_path / "d.csv"
-    r = cli("population", "--preset", "quick", "--steps", "10", "--seeds", "1",
-            "--dynamic-sampling", "--out", out)  # fmt: skip
-    assert r.code == 0, r.err
-    df = pd.read_csv(out)
-    assert df["dynamic_sampling"].all() and df.loc[df.split == "train", "resamples"].sum() > 0
+def test_population_dynamic_sampling_filters(cli, tmp_path):
+    """The filter names and --ds-range of simulate; dapo redraws, a wide openrlhf range keeps
+    every mixed group like dapo (same numbers), off never redraws."""
+    got = {}
+    for name, extra in [("dapo", []), ("openrlhf", ["--ds-range", "0,1"]), ("off", [])]:
+        out = tmp_path / f"{name}.csv"
+        r = cli("population", "--preset", "quick", "--steps", "10", "--seeds", "1",
+                "--dynamic-sampling", name, *extra, "--out", out)  # fmt: skip
+        assert r.code == 0, r.err
+        got[name] = pd.read_csv(out)
+        assert set(got[name]["dynamic_sampling"]) == {name}
+    train = {k: v[v.split == "train"] for k, v in got.items()}
+    assert train["dapo"]["resamples"].sum() > 0 and train["off"]["resamples"].sum() == 0
+    assert np.array_equal(train["dapo"]["pass_at_1"], train["openrlhf"]["pass_at_1"])
+    r = cli("population", "--preset", "quick", "--dynamic-sampling", "yes")
+    assert r.code == 2 and r.err.startswith("Error: --dynamic-sampling must be one of off, dapo")
+    r = cli("population", "--preset", "quick", "--ds-range", "0.2,0.8")
+    assert r.code == 2 and "--ds-range must be None unless dynamic_sampling" in r.err

@@ -48,11 +48,16 @@ def population_cmd(
     ),
     gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
-    dynamic_sampling: bool | None = typer.Option(
+    dynamic_sampling: str | None = typer.Option(
         None,
-        "--dynamic-sampling/--no-dynamic-sampling",
-        help="Redraw all-equal groups, up to max_resamples times (overrides).",
+        "--dynamic-sampling",
+        help="A trainer's filter, as simulate has it: off, dapo (redraw all-equal groups), verl "
+        "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range); "
+        "redrawn up to max_resamples times (overrides).",
         show_default="off",
+    ),
+    ds_range: str | None = typer.Option(
+        None, "--ds-range", metavar="LO,HI", help="openrlhf's success-rate range (default 0,1)."
     ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
@@ -101,6 +106,10 @@ def population_cmd(
         sweep = load_population_sweep(config)
     over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling)
     sweep.update({k: v for k, v in over.items() if v is not None})
+    if ds_range is not None:
+        sweep["ds_range"] = [float(v) for v in parse_float_list(ds_range, "--ds-range")]
+        if len(sweep["ds_range"]) != 2:
+            fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
     if N is not None:
         vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
         sweep["N"] = vals if len(vals) > 1 else vals[0]

@@ -101,10 +101,12 @@ class PopulationConfig:
         Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
     algo, rule, advantage, gamma, rewards
         As in the single-prompt simulator (one inner update, so GRPO, DAPO and CISPO coincide).
-    dynamic_sampling, max_resamples
-        DAPO's dynamic sampling as the single-prompt simulator does it: a group whose rewards are
-        all equal is redrawn (same prompt) up to ``max_resamples`` times (>= 1); the redraws are
-        reported in ``resamples``. (DAPO's trainers fill the batch with other prompts instead.)
+    dynamic_sampling, ds_range, max_resamples
+        A trainer's dynamic-sampling filter as the single-prompt simulator has it (same names:
+        ``"off"`` (default), ``"dapo"``, ``"verl"``, ``"openrlhf"`` with ``ds_range``; ``True`` /
+        ``False`` mean ``"dapo"`` / ``"off"``): a group the filter drops is redrawn (same
+        prompt) up to ``max_resamples`` times (>= 1); the redraws are reported in
+        ``resamples``. (The trainers fill the batch with other prompts instead.)
     optimizer, lr_shared, lr_prompt, weight_decay, beta1, beta2, adam_eps, adam_state
         One optimizer over all parameters (``adam_state = "global"``), or per-prompt Adam state.
     seeds, seed : int
@@ -138,8 +140,9 @@ class PopulationConfig:
     advantage: str = "grpo"
     gamma: float = 0.0
     rewards: tuple[float, float] = (1.0, -1.0)
-    dynamic_sampling: bool = False
+    dynamic_sampling: str = "off"
     max_resamples: int = 16
+    ds_range: tuple[float, float] | None = None
     optimizer: str = "adam"
     lr_shared: float = 0.01
     lr_prompt: float = 0.01
@@ -198,8 +201,11 @@ class PopulationConfig:
         if not rc > rw:
             fail("rewards", [rc, rw], "a pair R_c,R_w with R_c > R_w")
         s(self, "rewards", (rc, rw))
-        if not isinstance(self.dynamic_sampling, bool):
-            fail("dynamic_sampling", self.dynamic_sampling, "true or false")
+        from ..sim.config import check_dynamic_sampling
+
+        ds, rng = check_dynamic_sampling(self.dynamic_sampling, self.ds_range)
+        s(self, "dynamic_sampling", ds)
+        s(self, "ds_range", rng)
         s(self, "max_resamples", _int("max_resamples", self.max_resamples, 1, 1_000_000))
         if self.optimizer not in OPTIMIZERS:
             fail("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
@@ -244,6 +250,13 @@ class PopulationConfig:
         """A copy with ``changes`` (validated; with a compute budget, B follows N)."""
         return dataclasses.replace(self, **changes)
 
+    def ds_keep(self):
+        """``keep[X]`` of the dynamic-sampling filter
+        (:func:`fgrpo_theory.sim.config.ds_keep_table`)."""
+        from ..sim.config import ds_keep_table
+
+        return ds_keep_table(self.dynamic_sampling, self.N, self.ds_range)
+
     def log_schedule(self):
         """Sorted logged steps (0 = before the first update, and always the last step)."""
         import numpy as np
@@ -264,7 +277,7 @@ def population_config_from_dict(d: dict[str, Any], where: str = "config") -> Pop
 
 
 #: fields whose value is itself a list: swept only when given a list of lists
-_LIST_FIELDS = ("breadth", "mu0", "rewards", "pass_k", "buckets")
+_LIST_FIELDS = ("breadth", "mu0", "rewards", "pass_k", "buckets", "ds_range")
 
 
 def expand_population_grid(sweep: Any) -> list[PopulationConfig]:

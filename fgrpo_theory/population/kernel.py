@@ -423,13 +423,15 @@ def _shuffle(perm, state):
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touched, cvec,
-                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, dyn, max_res):  # fmt: skip
+                    ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, dyn, keep,
+                    max_res):  # fmt: skip
     """Sample one group of prompt ``z``; fill ``cvec`` (c_k = n_k A_k s_k); return (C, inv_s, nd).
 
     Same arithmetic as the single-prompt simulator's first inner update (ratio 1). With ``dyn``
-    (DAPO's dynamic sampling, as the single-prompt simulator does it) an all-equal group of
-    this prompt is redrawn up to ``max_res`` times; the counters (groups, active, tail misses)
-    describe the first draw, the redraws are counted in ``counts[C_RESAMPLES]``.
+    (a trainer's dynamic sampling, as the single-prompt simulator does it) a group of this
+    prompt with ``keep[X] == 0`` is redrawn up to ``max_res`` times; the counters (groups,
+    active, tail misses) describe the first draw, the redraws are counted in
+    ``counts[C_RESAMPLES]``.
     """
     m = _max(z)
     S = _exp_shift(z, e, m, ibuf, sc)
@@ -446,7 +448,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
                 counts[C_TAIL] += 1
     if dyn:
         r = 0
-        while (X == 0 or X == N) and r < max_res:
+        while keep[X] == 0 and r < max_res:
             for j in range(nd):
                 cnt[touched[j]] = 0
             nd, X = _sample_iid(e, cum, correct_p, N, state, cnt, touched)
@@ -475,7 +477,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, N, state, cnt, touch
 @njit(cache=True, fastmath=FM, error_model="numpy")
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
             key, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-            sparse, dyn, max_res, out_p, out_c):  # fmt: skip
+            sparse, dyn, keep, max_res, out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     Prompts ``0 .. n_train-1`` are trained on, the rest are held out. ``lr_shared = 0`` freezes
@@ -550,7 +552,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p], dyn, max_res,
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts[p], dyn, keep, max_res,
             )  # fmt: skip
             if train_theta:
                 if sparse and C == 0.0:  # the other terms are exactly zero
@@ -619,12 +621,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_ste
 @njit(cache=True, parallel=True, error_model="numpy")
 def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c, adv_w,
               keys, rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum, adam_per_prompt,
-              sparse, dyn, max_res, out_p, out_c):  # fmt: skip
+              sparse, dyn, keep, max_res, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, N, steps, log_steps, adv_c,
                 adv_w, keys[r], rule, opt, lr_shared, lr_prompt, wd, b1, b2, eps, zero_sum,
-                adam_per_prompt, sparse, dyn, max_res, out_p[r], out_c[r])  # fmt: skip
+                adam_per_prompt, sparse, dyn, keep, max_res, out_p[r], out_c[r])  # fmt: skip
 
 
 @njit(cache=True, fastmath=FM, error_model="numpy")
@@ -655,6 +657,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, N, adv_c, a
     ostate[1] = 0
     perm = np.arange(n_train)
     inv_n = 1.0 / (B * N)
+    keep_all = np.ones(N + 1, np.uint8)  # no dynamic sampling here
     for _ in range(n_draws):
         _shuffle(perm, ostate)
         for i in range(K):
@@ -666,7 +669,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, N, adv_c, a
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd = _group_gradient(
                 zb, e, cum, correct[p], rare[p], has_rare[p], N, state, cnt, touched, cvec,
-                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, False, 0,
+                ibuf, sc, adv_c, adv_w, rule, zero_sum, counts, False, keep_all, 0,
             )  # fmt: skip
             for i in range(K):
                 g = (cvec[i] - e[i] * inv_s * C) * inv_n

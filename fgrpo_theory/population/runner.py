@@ -135,7 +135,8 @@ def simulate_population(
                 pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.N,
                 cfg.steps, log_steps, a_c, a_w, keys[lo:hi], rule, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps, zero_sum,
-                cfg.adam_state == "per-prompt", _SPARSE, cfg.dynamic_sampling, cfg.max_resamples,
+                cfg.adam_state == "per-prompt", _SPARSE, cfg.dynamic_sampling != "off",
+                cfg.ds_keep(), cfg.max_resamples,
                 out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
             if progress is not None:

@@ -374,10 +374,8 @@ class SimConfig:
             s(self, "clip_low", check_scalar("clip_low", self.clip_low, lo=0.0, hi=1.0))
         if self.clip_high is not None:
             s(self, "clip_high", check_scalar("clip_high", self.clip_high, lo=0.0))
-        ds = self.dynamic_sampling
-        if isinstance(ds, bool | np.bool_):
-            ds = "dapo" if ds else "off"
-        s(self, "dynamic_sampling", _as_choice("dynamic_sampling", ds, DS_FILTERS))
+        ds, _ = check_dynamic_sampling(self.dynamic_sampling, None)
+        s(self, "dynamic_sampling", ds)
         s(self, "max_resamples", _as_int("max_resamples", self.max_resamples, 1, 1_000_000))
         rc = check_scalar("r_correct", self.r_correct)
         rw = check_scalar("r_incorrect", self.r_incorrect)
@@ -463,26 +461,8 @@ class SimConfig:
         )
 
     def ds_keep(self) -> np.ndarray:
-        """``keep[X]`` for ``X = 0..N`` correct draws: 1 if the dynamic-sampling filter keeps a
-        group with ``X`` correct rewards (all ones when ``dynamic_sampling = "off"``).
-
-        The trainers' rules on a binary reward vector (theory.md section 12 for DAPO's): DAPO
-        keeps a group whose rewards are not all equal, verl (``filter_groups``) one whose
-        population std is > 0 or that has one member, OpenRLHF one whose mean 0/1 reward lies
-        strictly inside its range."""
-        X = np.arange(self.N + 1)
-        f = self.dynamic_sampling
-        if f == "off":
-            keep = np.ones(self.N + 1, dtype=bool)
-        elif f == "dapo":  # the rewards are not all equal
-            keep = (X > 0) & (X < self.N)
-        elif f == "verl":  # population std > 0 (binary rewards: not all equal) or one member
-            keep = ((X > 0) & (X < self.N)) | (self.N == 1)
-        else:  # openrlhf: lo < mean reward < hi, the mean of 0/1 rewards being X/N
-            lo, hi = DS_RANGE_DEFAULT if self.ds_range is None else self.ds_range
-            rate = X / self.N
-            keep = (lo < rate) & (rate < hi)
-        return keep.astype(np.uint8)
+        """``keep[X]`` for ``X = 0..N`` correct draws (:func:`ds_keep_table` of this config)."""
+        return ds_keep_table(self.dynamic_sampling, self.N, self.ds_range)
 
     @property
     def n_runs(self) -> int:
@@ -515,6 +495,49 @@ class _FrozenDict(dict):
 _FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
 # a plain list is the value; a list of lists is a sweep
 _LIST_FIELDS = {"log_steps", "pass_k", "thresholds", "controls", "ds_range"}
+
+
+def ds_keep_table(
+    dynamic_sampling: str, N: int, ds_range: tuple[float, float] | None = None
+) -> np.ndarray:
+    """``keep[X]`` for ``X = 0..N`` correct draws: 1 if the dynamic-sampling filter keeps a
+    group with ``X`` correct rewards (all ones when ``dynamic_sampling = "off"``).
+
+    The trainers' rules on a binary reward vector (theory.md section 12 for DAPO's): DAPO
+    keeps a group whose rewards are not all equal, verl (``filter_groups``) one whose
+    population std is > 0 or that has one member, OpenRLHF one whose mean 0/1 reward lies
+    strictly inside its range (``ds_range``, default :data:`DS_RANGE_DEFAULT`). The simulator
+    and the population model both read this table."""
+    X = np.arange(N + 1)
+    f = dynamic_sampling
+    if f == "off":
+        keep = np.ones(N + 1, dtype=bool)
+    elif f == "dapo":  # the rewards are not all equal
+        keep = (X > 0) & (X < N)
+    elif f == "verl":  # population std > 0 (binary rewards: not all equal) or one member
+        keep = ((X > 0) & (X < N)) | (N == 1)
+    elif f == "openrlhf":  # lo < mean reward < hi, the mean of 0/1 rewards being X/N
+        lo, hi = DS_RANGE_DEFAULT if ds_range is None else ds_range
+        rate = X / N
+        keep = (lo < rate) & (rate < hi)
+    else:
+        fail("dynamic_sampling", f, "one of " + ", ".join(DS_FILTERS))
+    return keep.astype(np.uint8)
+
+
+def check_dynamic_sampling(
+    value: Any, ds_range: Any
+) -> tuple[str, tuple[float, float] | None]:
+    """Validate a ``dynamic_sampling`` filter name (``True`` / ``False`` map to ``"dapo"`` /
+    ``"off"``) and its ``ds_range`` (OpenRLHF only); the pair as stored in a config."""
+    ds = "dapo" if value is True or value is np.True_ else value
+    ds = "off" if ds is False or ds is np.False_ else ds
+    ds = _as_choice("dynamic_sampling", ds, DS_FILTERS)
+    if ds_range is not None:
+        ds_range = _ds_range(ds_range)
+        if ds != "openrlhf":
+            fail("ds_range", list(ds_range), "None unless dynamic_sampling = 'openrlhf'")
+    return ds, ds_range
 
 
 def _ds_range(value: Any) -> tuple[float, float]:
