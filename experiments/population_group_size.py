@@ -2,18 +2,21 @@
 
 The model of :mod:`fgrpo_theory.population` on its default population (presets, chosen before
 any result; reasons in :mod:`fgrpo_theory.population.presets` and docs/populations.md): GRPO at
-N = 2, 4, 8, 16, 32, F-GRPO at N = 8 (gamma 0.5, 1) and the vanilla control at lr x c (c the
-focal effective-lr multiplier on the train prompts, theory.md section 13), 8 seeds, under Adam and
-SGD, at B = 32 and 8, at the shared (theta and phi trained) and fully tabular (theta frozen) ends.
+N = 2, 4, 8, 16, 32, F-GRPO at N = 8 (gamma 0.5, 1) and two vanilla controls: at lr x c (c the
+focal effective-lr multiplier on the train prompts, theory.md section 13: step-size matched a
+priori) and progress matched (the factor whose median final train pass@1 equals focal's; the
+fair one under Adam, which normalizes a constant loss factor away), under Adam and SGD, at
+B = 32 and 8, at the shared (theta and phi trained) and fully tabular (theta frozen) ends.
 Also the batch-gradient signal-to-noise ratio |E[g]|^2 / E[|g|^2] at the start against N.
 16 seeds (the floor the project sets for any focal-versus-control statement; issue 12 asks for 8).
 Figure: rows = published Qwen2.5-7B sweep (Math avg), then shared/Adam (test prompts),
 tabular/Adam (train prompts: held-out ones cannot move there), shared/SGD (test), all B = 32,
 and shared/Adam compute-matched (B x N = 256, test; rows with ``B = -256`` in the table);
 columns = pass@1, pass@256, rise of rare NLL against N,
-focal starred, control as a cross, bars = 95% intervals over seeds (mean +- 1.96 s.e.), every
-seed a small dot; last row = focal minus its matched control per seed (paired by seed), with the
-median and its 95% paired-bootstrap interval (:func:`fgrpo_theory.fair.paired_bootstrap_interval`).
+focal starred, step-size control as a cross, progress control as a plus, bars = 95% intervals
+over seeds (mean +- 1.96 s.e.), every seed a small dot; last row = focal (gamma 1) minus each
+matched control per seed (paired by seed), with the median difference and its 95%
+paired-bootstrap interval (:func:`fgrpo_theory.fair.paired_bootstrap_interval`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ IN_PAPER = False
 COST_SECONDS = 120  # measured 25 s with 8 seeds (cold compile included), 2-core machine
 
 _METRICS = ["pass_at_1", "pass_at_256", "rare_nll_rise", "coverage_at_256", "active_frac"]
+_KEEP = ["arm", "N", "gamma_arm", "lr_factor", "match_error", "seed_index", "split", "bucket"]
+#: the matched vanilla controls: (arm, label, marker, colour)
+_CONTROLS = (("control", "lr x c", "x", "C0"), ("control-progress", "progress-matched", "P", "C2"))
 
 
 @dataclass(frozen=True)
@@ -65,15 +71,13 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
                 base = preset(name, **kw)
                 Ns = (2, params.focal_N, 32) if fast else params.Ns
                 df = group_size_sweep(base, Ns, params.focal_N, params.gammas)
-                keep = ["arm", "N", "gamma_arm", "lr_factor", "seed_index", "split", "bucket"]
-                df = df[keep + _METRICS].rename(columns={"gamma_arm": "gamma"})
+                df = df[_KEEP + _METRICS].rename(columns={"gamma_arm": "gamma"})
                 frames.append(df.assign(sharing=sh, optimizer=opt, B=B))
     if not fast:  # compute-matched: B x N = compute_budget rollouts per step at every N
         for opt in params.optimizers:
             base = preset(f"shared-{opt}", seeds=params.seeds, compute_budget=params.compute_budget)
             df = group_size_sweep(base, params.Ns, params.focal_N, params.gammas)
-            keep = ["arm", "N", "gamma_arm", "lr_factor", "seed_index", "split", "bucket"]
-            df = df[keep + _METRICS].rename(columns={"gamma_arm": "gamma"})
+            df = df[_KEEP + _METRICS].rename(columns={"gamma_arm": "gamma"})
             frames.append(df.assign(sharing="shared", optimizer=opt, B=-params.compute_budget))
     for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
         for n in params.Ns:
@@ -110,21 +114,23 @@ def paired(df: pd.DataFrame, params: Params = PARAMS) -> pd.DataFrame:
     """
     from fgrpo_theory.fair import paired_bootstrap_interval
 
-    d = df[(df["arm"].isin(["focal", "control"])) & (df["bucket"] == "all")]
+    d = df[(df["arm"] != "snr") & (df["bucket"] == "all")]
     rows = []
     for sh, opt, B, split in PAIRED:
         e = d[(d.sharing == sh) & (d.optimizer == opt) & (d.B == B) & (d.split == split)]
         for g in params.gammas:
             f = e[(e.arm == "focal") & (e.gamma == g)].sort_values("seed_index")
-            c = e[(e.arm == "control") & (e.gamma == g)].sort_values("seed_index")
-            if len(f) == 0 or len(f) != len(c) or len(f) < 2:
-                continue
-            for m, scale in _PAIRED_METRICS:
-                a, b = f[m].to_numpy() * scale, c[m].to_numpy() * scale
-                med, lo, hi = paired_bootstrap_interval(a, b)
-                rows.append(dict(sharing=sh, optimizer=opt, B=B, split=split, gamma=g, metric=m,
-                                 seeds=len(a), median=med, lo=lo, hi=hi,
-                                 diffs=a - b))  # fmt: skip
+            for arm, *_ in _CONTROLS:
+                c = e[(e.arm == arm) & (e.gamma == g)].sort_values("seed_index")
+                if len(f) == 0 or len(f) != len(c) or len(f) < 2:
+                    continue
+                for m, scale in _PAIRED_METRICS:
+                    a, b = f[m].to_numpy() * scale, c[m].to_numpy() * scale
+                    med, lo, hi = paired_bootstrap_interval(a, b)
+                    rows.append(dict(sharing=sh, optimizer=opt, B=B, split=split, gamma=g,
+                                     control=arm, lr_factor=float(c.lr_factor.iloc[0]),
+                                     metric=m, seeds=len(a), median=med, lo=lo, hi=hi,
+                                     diffs=a - b))  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -165,7 +171,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             sg = seeds[seeds.arm == "grpo"]
             ax.plot(sg.N, sg[c], ".", ms=2, color="0.55", zorder=1)  # every seed
             ax.errorbar(gr.N, gr[c], 1.96 * gr[f"{c}_se"], fmt="o-", color="k", capsize=2)
-            for arm, mk, colr in (("focal", "*", "C3"), ("control", "x", "C0")):
+            marks = (("focal", "*", "C3"),) + tuple((a, mk, c) for a, _, mk, c in _CONTROLS)
+            for arm, mk, colr in marks:
                 a = d[d.arm == arm]
                 for k, (_, r) in enumerate(a.iterrows()):
                     x = r.N * (1.06 + 0.06 * k)
@@ -188,27 +195,31 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     note = (
         f"Top: {PAPER}, Qwen2.5-7B math average and rare-solution NLL. Below: the population "
         f"model (not fitted), {params.seeds} seeds (dots); star = F-GRPO N={params.focal_N}, "
-        "cross = vanilla at lr x c. Last row: focal minus control per seed, median and 95% "
-        "paired-bootstrap interval."
+        "cross = vanilla at lr x c, plus = progress-matched vanilla. Last row: focal (gamma 1) "
+        "minus each control per seed, median difference and 95% paired-bootstrap interval."
     )
     footnote(fig, note)
     return fig
 
 
 def _plot_paired(axes, pr: pd.DataFrame) -> None:
-    """Per-seed focal-minus-control differences, one x position per setting and gamma."""
+    """Per-seed focal-minus-control differences at gamma = 1, one x position per setting and
+    control (colour and marker of the control)."""
+    style = {a: (lab, mk, c) for a, lab, mk, c in _CONTROLS}
+    pr = pr[pr.gamma == 1.0]
     for j, (m, _) in enumerate(_PAIRED_METRICS):
         ax = axes[j]
         d = pr[pr.metric == m].reset_index(drop=True)
         for i, r in d.iterrows():
-            colr = "C3" if r.gamma == 1.0 else "C1"
+            _, mk, colr = style[r.control]
             ax.plot(np.full(len(r.diffs), i), r.diffs, ".", ms=3, color=colr, alpha=0.5)
             ax.errorbar([i + 0.25], [r["median"]], [[r["median"] - r.lo], [r.hi - r["median"]]],
-                        fmt="D", ms=4, color=colr, capsize=2)  # fmt: skip
+                        fmt=mk, ms=5, color=colr, capsize=2)  # fmt: skip
         ax.axhline(0.0, color="0.5", lw=0.8)
-        labels = [f"{r.sharing} {r.optimizer}\nB={r.B} g={r.gamma:g}" for _, r in d.iterrows()]
-        ax.set_xticks(range(len(d)), labels, fontsize=6, rotation=90)
+        labels = [f"{r.sharing} {r.optimizer} B={r.B}\n{style[r.control][0]}"
+                  for _, r in d.iterrows()]  # fmt: skip
+        ax.set_xticks(range(len(d)), labels, fontsize=5, rotation=90)
         unit = " (points)" if m.startswith("pass") else ""
         ax.set_ylabel(f"focal - control{unit}", fontsize=7)
-        ax.set_title(f"paired by seed: {m.replace('_', ' ')}", fontsize=9)
+        ax.set_title(f"paired by seed, gamma = 1: {m.replace('_', ' ')}", fontsize=9)
         ax.tick_params(axis="y", labelsize=7)

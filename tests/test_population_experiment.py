@@ -12,7 +12,7 @@ def test_population_group_size_fast():
     df = m.compute(m.PARAMS, fast=True)
     s = m.summary(df)
     arms = set(s["arm"])
-    assert arms == {"grpo", "focal", "control"}
+    assert arms == {"grpo", "focal", "control", "control-progress"}
     # held-out prompts cannot move at the tabular end (theta frozen)
     tab = s[(s.sharing == "tabular") & (s.split == "test")]
     assert np.ptp(tab["pass_at_1"]) == 0.0 and (tab["rare_nll_rise"] == 0.0).all()
@@ -23,7 +23,7 @@ def test_population_group_size_fast():
     # the paired row: per-seed focal minus control, read back from the table by hand
     pr = m.paired(df, m.PARAMS)
     r = pr[(pr.sharing == "tabular") & (pr.optimizer == "adam") & (pr.gamma == 1.0)
-           & (pr.metric == "pass_at_1")].iloc[0]  # fmt: skip
+           & (pr.metric == "pass_at_1") & (pr.control == "control")].iloc[0]  # fmt: skip
     d = df[(df.sharing == "tabular") & (df.optimizer == "adam") & (df.split == "train")
            & (df.bucket == "all") & (df.gamma == 1.0)]  # fmt: skip
     f = d[d.arm == "focal"].sort_values("seed_index")["pass_at_1"].to_numpy()

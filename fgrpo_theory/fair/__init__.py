@@ -26,6 +26,7 @@ from .controls import (
     h_multiplier,
     h_value,
     m_multiplier,
+    match_factor,
     match_progress,
 )
 from .progress import (
@@ -48,6 +49,7 @@ __all__ = [
     "h_value",
     "m_multiplier",
     "match_progress",
+    "match_factor",
     "paired_bootstrap_interval",
     "paired_differences",
     "progress_curve",

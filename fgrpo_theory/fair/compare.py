@@ -140,7 +140,7 @@ def run_comparison(
     max_evals: int = 14,
     threads: int | None = None,
 ) -> pd.DataFrame:
-    """Equal-progress metrics of a focal config against its matched controls.
+    """Equal-progress metrics of a focal config against its matched controls (theory.md section 11).
 
     Runs :func:`run_arms` with only steps 0 and the last logged and the thresholds tracked in
     the kernel (``thresholds`` default: the config's, else :data:`~.progress.DEFAULT_THRESHOLDS`;

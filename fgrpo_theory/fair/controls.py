@@ -21,8 +21,9 @@ is ``controls = ["m", "h", "progress"]`` (:data:`CONTROLS`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "check_controls",
     "ProgressMatch",
     "match_progress",
+    "match_factor",
     "arm_configs",
 ]
 
@@ -182,11 +184,11 @@ def match_progress(
 ) -> ProgressMatch:
     """Vanilla lr whose median final Q_pos (over the config's seeds) equals the focal run's.
 
-    Root finding over log lr: start at the focal lr (vanilla then usually overshoots), step down
-    (or up) by ``factor`` until the target is bracketed, then the Illinois variant of regula falsi
-    on log lr, until ``|achieved - target| <= q_tol`` or ``max_evals`` simulations. Each
-    evaluation is one :func:`fgrpo_theory.sim.simulate` call with only the last step logged.
-    Monotonicity in lr is assumed by the method and checked on all evaluated points.
+    Root finding over log lr (:func:`match_factor`): start at the focal lr (vanilla then usually
+    overshoots), step down (or up) by ``factor`` until the target is bracketed, then the Illinois
+    variant of regula falsi on log lr, until ``|achieved - target| <= q_tol`` or ``max_evals``
+    simulations. Each evaluation is one :func:`fgrpo_theory.sim.simulate` call with only the last
+    step logged. Monotonicity in lr is assumed by the method and checked on all evaluated points.
 
     Parameters
     ----------
@@ -207,43 +209,71 @@ def match_progress(
     from ..sim import simulate
 
     _check_focal(cfg)
-    q_tol = check_scalar("q_tol", q_tol, lo=0.0, lo_open=True)
-    if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 3 <= max_evals <= 100:
-        fail("max_evals", max_evals, "an integer in [3, 100]")
-    factor = check_scalar("factor", factor, lo=1.0, lo_open=True)
     sim = simulate if simulate_fn is None else simulate_fn
     last_only = dict(log_steps=(cfg.steps,))
     if focal_final is None:
         focal_final = _median_final_q(sim(cfg.replace(**last_only)))
-    target = float(focal_final)
+
+    def progress(lr: float) -> float:
+        return _median_final_q(sim(cfg.replace(gamma=0.0, lr=lr, controls=(), **last_only)))
+
+    m = match_factor(progress, float(focal_final), start=cfg.lr, tol=q_tol,
+                     max_evals=max_evals, factor=factor)  # fmt: skip
+    return dataclasses.replace(m, multiplier=m.lr / cfg.lr)
+
+
+def match_factor(
+    progress: Callable[[float], float],
+    target: float,
+    *,
+    start: float = 1.0,
+    tol: float = 2e-3,
+    max_evals: int = 14,
+    factor: float = 4.0,
+) -> ProgressMatch:
+    """The x > 0 at which ``progress(x)`` equals ``target`` within ``tol`` (theory.md section 11).
+
+    ``progress`` is a control's progress (a median over seeds) at step size x (a learning rate,
+    or a factor on the learning rates), assumed non-decreasing in x; that is checked on every
+    evaluated point (``monotone``). Root finding over log x: evaluate at ``start``, step down
+    (or up) by ``factor`` until the target is bracketed, then the Illinois variant of regula
+    falsi, until ``|progress(x) - target| <= tol`` or ``max_evals`` evaluations; the best point
+    evaluated is returned as ``lr`` (and ``multiplier`` = x / start).
+    """
+    tol = check_scalar("q_tol", tol, lo=0.0, lo_open=True)
+    if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 3 <= max_evals <= 100:
+        fail("max_evals", max_evals, "an integer in [3, 100]")
+    factor = check_scalar("factor", factor, lo=1.0, lo_open=True)
+    start = check_scalar("start", start, lo=0.0, lo_open=True)
+    target = check_scalar("target", target)
     evals: list[tuple[float, float]] = []
 
-    def f(log_lr: float) -> float:
-        lr = math.exp(log_lr)
-        q = _median_final_q(sim(cfg.replace(gamma=0.0, lr=lr, controls=(), **last_only)))
-        evals.append((lr, q))
+    def f(log_x: float) -> float:
+        x = math.exp(log_x)
+        q = float(progress(x))
+        evals.append((x, q))
         return q - target
 
-    def result(log_lr: float, r: float) -> ProgressMatch:
+    def result(log_x: float, r: float) -> ProgressMatch:
         pts = sorted(evals)
         qs = [q for _, q in pts]
         mono = all(b >= a for a, b in zip(qs, qs[1:], strict=False))
-        lr = math.exp(log_lr)
+        x = math.exp(log_x)
         return ProgressMatch(
-            lr=lr,
-            multiplier=lr / cfg.lr,
+            lr=x,
+            multiplier=x / start,
             target=target,
             achieved=r + target,
-            q_tol=q_tol,
-            matched=abs(r) <= q_tol,
+            q_tol=tol,
+            matched=abs(r) <= tol,
             monotone=mono,
             evaluations=tuple(evals),
         )
 
-    x0 = math.log(cfg.lr)
+    x0 = math.log(start)
     r0 = f(x0)
     best = (abs(r0), x0, r0)
-    if abs(r0) <= q_tol:
+    if abs(r0) <= tol:
         return result(x0, r0)
     step = math.log(factor) * (-1.0 if r0 > 0 else 1.0)
     xa, ra = x0, r0
@@ -252,17 +282,17 @@ def match_progress(
         xb = xa + step
         rb = f(xb)
         best = min(best, (abs(rb), xb, rb))
-        if abs(rb) <= q_tol or (rb > 0) != (ra > 0):
+        if abs(rb) <= tol or (rb > 0) != (ra > 0):
             break
         xa, ra = xb, rb
-    if abs(rb) <= q_tol or (rb > 0) == (ra > 0):
+    if abs(rb) <= tol or (rb > 0) == (ra > 0):
         return result(best[1], best[2])
     side = 0
     while len(evals) < max_evals:
         xc = (xa * rb - xb * ra) / (rb - ra)
         rc = f(xc)
         best = min(best, (abs(rc), xc, rc))
-        if abs(rc) <= q_tol:
+        if abs(rc) <= tol:
             break
         if (rc > 0) == (rb > 0):
             xb, rb = xc, rc

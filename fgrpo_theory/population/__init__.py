@@ -17,6 +17,7 @@ from .config import (
     population_config_hash,
 )
 from .generate import Population, generate_population
+from .matching import match_progress_population
 from .runner import simulate_population
 from .sweep import run_population_sweep
 
@@ -30,4 +31,5 @@ __all__ = [
     "load_population_config",
     "population_config_hash",
     "simulate_population",
+    "match_progress_population",
 ]

@@ -64,14 +64,22 @@ def group_size_sweep(
     focal_N: int = 8,
     gammas: Sequence[float] = (0.5, 1.0),
     progress: Callable[[str], None] | None = None,
+    progress_match: bool = True,
 ) -> pd.DataFrame:
     """Last-step rows (bucket "all" and difficulty buckets) of every arm of the sweep.
 
     Arms: ``grpo`` at each N; ``focal`` at ``focal_N`` for each gamma; ``control`` = vanilla at
     ``focal_N`` with both learning rates times
     :func:`fgrpo_theory.advantages.effective_lr_multiplier` of that gamma on the train prompts'
-    mu_0. Columns: the runner's tidy columns plus ``arm``, ``lr_factor``.
+    mu_0 (step-size matched, a priori); with ``progress_match``, ``control-progress`` = vanilla
+    at the factor whose median final train pass@1 equals the focal run's
+    (:func:`~fgrpo_theory.population.match_progress_population`; under Adam, which normalizes a
+    constant loss factor away, this is the matched control). Columns: the runner's tidy columns
+    plus ``arm``, ``lr_factor`` and, for ``control-progress``, ``match_error`` (achieved minus
+    target median pass@1).
     """
+    from .matching import match_progress_population
+
     pop = generate_population(base)
     mu_train = pop.mu0[: pop.n_train]
     arms: list[tuple[str, int, float, float]] = [("grpo", int(n), 0.0, 1.0) for n in Ns]
@@ -79,8 +87,16 @@ def group_size_sweep(
         arms.append(("focal", focal_N, float(g), 1.0))
         c = float(effective_lr_multiplier(mu_train, focal_N, g, advantage=base.advantage))
         arms.append(("control", focal_N, float(g), c))
+        if progress_match:
+            arms.append(("control-progress", focal_N, float(g), np.nan))
     frames = []
+    focal_runs: dict[float, pd.DataFrame] = {}
     for arm, n, g, c in arms:
+        err = np.nan
+        if arm == "control-progress":
+            focal_cfg = base.replace(N=n, gamma=g)
+            m = match_progress_population(focal_cfg, population=pop, focal=focal_runs[g])
+            c, err = m.multiplier, m.error
         cfg = base.replace(
             N=n,
             gamma=g if arm == "focal" else 0.0,
@@ -88,10 +104,13 @@ def group_size_sweep(
             lr_prompt=base.lr_prompt * c,
         )
         df = simulate_population(cfg, population=pop)
+        if arm == "focal":
+            focal_runs[g] = df
         df = df[df["step"] == cfg.steps].copy()
         df["arm"] = arm
         df["lr_factor"] = c
         df["gamma_arm"] = g
+        df["match_error"] = err
         frames.append(df)
         if progress is not None:
             progress(f"{base.name} {arm} N={n} gamma={g}")

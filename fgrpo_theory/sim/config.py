@@ -525,9 +525,7 @@ def ds_keep_table(
     return keep.astype(np.uint8)
 
 
-def check_dynamic_sampling(
-    value: Any, ds_range: Any
-) -> tuple[str, tuple[float, float] | None]:
+def check_dynamic_sampling(value: Any, ds_range: Any) -> tuple[str, tuple[float, float] | None]:
     """Validate a ``dynamic_sampling`` filter name (``True`` / ``False`` map to ``"dapo"`` /
     ``"off"``) and its ``ds_range`` (OpenRLHF only); the pair as stored in a config."""
     ds = "dapo" if value is True or value is np.True_ else value

@@ -1,0 +1,64 @@
+"""Progress matching: the generic search (match_factor) and the population control built on it.
+
+Oracles: a monotone function with a known root (hand case), and the population simulator itself
+rerun at the returned factor (the achieved progress must be the simulator's own number).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fgrpo_theory.fair import match_factor
+from fgrpo_theory.population import PopulationConfig, match_progress_population
+from fgrpo_theory.population.matching import final_median
+from fgrpo_theory.population.runner import simulate_population
+
+
+@pytest.mark.parametrize("start", [1.0, 0.01, 40.0])
+def test_match_factor_finds_a_known_root(start):
+    """progress(x) = 1 - exp(-x) reaches 0.5 at x = ln 2, from either side of the root."""
+    m = match_factor(lambda x: 1.0 - math.exp(-x), 0.5, start=start, tol=1e-6)
+    assert m.matched and m.monotone and abs(m.lr - math.log(2.0)) < 1e-5
+    assert m.multiplier == pytest.approx(m.lr / start)
+    assert len(m.evaluations) <= 14 and abs(m.error) <= 1e-6
+
+
+def test_match_factor_reports_a_non_monotone_progress():
+    m = match_factor(lambda x: math.sin(3.0 * x), 0.2, start=1.0, tol=1e-9, max_evals=8)
+    assert not m.monotone
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(tol=0.0), r"^q_tol must be > 0"),
+        (dict(max_evals=2), r"^max_evals must be an integer in \[3, 100\]; got 2$"),
+        (dict(start=-1.0), r"^start must be > 0"),
+    ],
+)
+def test_match_factor_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        match_factor(lambda x: x, 0.5, **kwargs)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_population_progress_match_achieves_its_target(optimizer):
+    lr = 0.5 if optimizer == "sgd" else 0.02
+    cfg = PopulationConfig(P=32, P_test=8, K=16, B=8, N=8, gamma=1.0, steps=40, seeds=4,
+                           optimizer=optimizer, lr_shared=lr, lr_prompt=lr)  # fmt: skip
+    m = match_progress_population(cfg, tol=1e-3)
+    assert m.matched and m.monotone and 0 < m.multiplier
+    focal = final_median(simulate_population(cfg))
+    assert m.target == focal
+    vanilla = cfg.replace(gamma=0.0, lr_shared=lr * m.multiplier, lr_prompt=lr * m.multiplier)
+    assert final_median(simulate_population(vanilla)) == pytest.approx(m.achieved, abs=1e-15)
+    assert abs(m.achieved - focal) <= 1e-3
+
+
+def test_population_progress_match_refuses_a_vanilla_config():
+    with pytest.raises(ValueError, match=r"^gamma must be > 0"):
+        match_progress_population(PopulationConfig(gamma=0.0))
+    with pytest.raises(ValueError, match=r"^cfg must be a PopulationConfig"):
+        match_progress_population("x")
