@@ -15,7 +15,7 @@ and shared/Adam compute-matched (B x N = 256, test; rows with ``B = -256`` in th
 columns = pass@1, pass@256, rise of rare NLL against N,
 focal starred, step-size control as a cross, progress control as a plus, bars = 95% intervals
 over seeds (mean +- 1.96 s.e.), every seed a small dot; last row = focal (gamma 1) minus each
-matched control per seed (paired by seed), with the median difference and its 95%
+matched control per seed (paired by seed), with the difference of the medians and its 95%
 paired-bootstrap interval (:func:`fgrpo_theory.fair.paired_bootstrap_interval`).
 """
 
@@ -184,7 +184,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
                                 label=f"{arm} gamma={r.gamma:g}" if j == 0 else None)  # fmt: skip
             bs = f"B={B}" if B > 0 else f"BxN={-B}"
             ax.set_title(f"{sh}, {opt}, {bs}: {split} {c.replace('_', ' ')}", fontsize=9)
-        axes[i, 0].legend(fontsize=6)
+        if i == 1:  # one legend: the arms are the same in every row
+            axes[i, 0].legend(fontsize=6)
     for ax in axes[: 1 + len(rows)].flat:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("N", fontsize=8)
@@ -196,7 +197,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         f"Top: {PAPER}, Qwen2.5-7B math average and rare-solution NLL. Below: the population "
         f"model (not fitted), {params.seeds} seeds (dots); star = F-GRPO N={params.focal_N}, "
         "cross = vanilla at lr x c, plus = progress-matched vanilla. Last row: focal (gamma 1) "
-        "minus each control per seed, median difference and 95% paired-bootstrap interval."
+        "minus each control per seed, difference of medians, 95% paired-bootstrap interval."
     )
     footnote(fig, note)
     return fig
