@@ -84,6 +84,18 @@ def test_table_cells_are_not_read_as_rich_markup(capsys):
     assert "E[dq_pos]" in out and "[bold]x" in out
 
 
+def test_table_shows_missing_values_as_empty_cells(capsys):
+    """A row without an interval (None or NaN) prints an empty cell, never 'None' or 'nan'."""
+    import pandas as pd
+
+    from fgrpo_theory.cli._common import emit
+
+    df = pd.DataFrame({"q": ["a", "b"], "lo": [None, 0.25], "hi": [np.nan, 0.75]})
+    emit(df.astype({"lo": object}), "table")
+    out = capsys.readouterr().out
+    assert "None" not in out and "nan" not in out and "0.25" in out and "0.75" in out
+
+
 def test_integers_beyond_float_precision_are_refused(cli):
     # 2**63 would wrap in an int64 cast and 1e20 is not exact in float64: refuse, do not guess
     r = cli("focal", "--N", "100000000000000000000")

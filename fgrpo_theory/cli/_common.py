@@ -152,7 +152,9 @@ def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
     for row in shown.itertuples(index=False):
         cells = []
         for v in row:
-            if isinstance(v, float | np.floating):
+            if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
+                cells.append("")  # no value (e.g. no interval for this row): an empty cell
+            elif isinstance(v, float | np.floating):
                 cells.append(f"{float(v):.6g}")
             else:
                 cells.append(escape(str(v)))
