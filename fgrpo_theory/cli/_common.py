@@ -88,6 +88,28 @@ def parse_float_list(text: str, name: str):
     return np.asarray(_spec.parse_float_list(text, name=name), dtype=np.float64)
 
 
+def add_sweep_options(
+    sweep: dict, *, N: str | None = None, gamma: str | None = None, ds_range: str | None = None
+) -> dict:
+    """Put the sweepable options simulate and population share into a sweep mapping.
+
+    ``--N`` (integer list/range grammar) and ``--gamma`` (float list): one value sets the field,
+    several make it a sweep axis; ``--ds-range LO,HI`` is one pair. Returns ``sweep``.
+    """
+    if N is not None:
+        vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
+        sweep["N"] = vals if len(vals) > 1 else vals[0]
+    if gamma is not None:
+        vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
+        sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
+    if ds_range is not None:
+        pair = [float(v) for v in parse_float_list(ds_range, "--ds-range")]
+        if len(pair) != 2:
+            fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
+        sweep["ds_range"] = pair
+    return sweep
+
+
 def _stdout() -> IO[str]:
     out = sys.stdout
     if out is None or getattr(out, "closed", False):

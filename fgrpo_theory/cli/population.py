@@ -9,7 +9,7 @@ import typer
 
 from .._validate import fail
 from ._app import app
-from ._common import FORMAT_OPTION, OutputFormat, emit, parse_float_list, parse_int_list
+from ._common import FORMAT_OPTION, OutputFormat, add_sweep_options, emit
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 _KEYS = ["name", "N", "B", "gamma", "optimizer", "lr_shared", "lr_prompt", "advantage", "rule"]
@@ -106,16 +106,7 @@ def population_cmd(
         sweep = load_population_sweep(config)
     over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling)
     sweep.update({k: v for k, v in over.items() if v is not None})
-    if ds_range is not None:
-        sweep["ds_range"] = [float(v) for v in parse_float_list(ds_range, "--ds-range")]
-        if len(sweep["ds_range"]) != 2:
-            fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
-    if N is not None:
-        vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
-        sweep["N"] = vals if len(vals) > 1 else vals[0]
-    if gamma is not None:
-        vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
-        sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
+    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range)
     cfgs = expand_population_grid(sweep)
     if out is not None:
         _check_out(out, len(cfgs))

@@ -10,7 +10,14 @@ from .._validate import fail
 from ..sim.config import CLIP_DEFAULTS, SimConfig
 from ..sim.presets import preset_names
 from ._app import app
-from ._common import FORMAT_OPTION, OutputFormat, emit, parse_float_list, parse_int_list
+from ._common import (
+    FORMAT_OPTION,
+    OutputFormat,
+    add_sweep_options,
+    emit,
+    parse_float_list,
+    parse_int_list,
+)
 
 _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
@@ -237,10 +244,7 @@ def simulate_cmd(
     )  # fmt: skip
     flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
     sweep.update({k: v for k, v in flags.items() if v is not None})
-    if ds_range is not None:
-        sweep["ds_range"] = [float(v) for v in parse_float_list(ds_range, "--ds-range")]
-        if len(sweep["ds_range"]) != 2:
-            fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
+    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range)
     if dual_clip is not None:
         if dual_clip.strip().lower() == "off":
             sweep["dual_clip"] = None
@@ -249,12 +253,6 @@ def simulate_cmd(
             if len(vals_c) != 1:
                 fail("--dual-clip", dual_clip, "one number c > 1 (e.g. 3) or off")
             sweep["dual_clip"] = float(vals_c[0])
-    if N is not None:
-        vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
-        sweep["N"] = vals if len(vals) > 1 else vals[0]
-    if gamma is not None:
-        vals_g = [float(v) for v in parse_float_list(gamma, "--gamma")]
-        sweep["gamma"] = vals_g if len(vals_g) > 1 else vals_g[0]
     if rewards is not None:
         rw = [float(v) for v in parse_float_list(rewards, "--rewards")]
         if len(rw) != 2:
