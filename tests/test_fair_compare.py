@@ -134,7 +134,8 @@ def test_cli_controls_from_toml_defaults_to_16_seeds(cli, tmp_path):
     [
         (["--controls", "m", "--seeds", "1"], "--seeds must be >= 2 with --controls"),
         (["--controls", "m", "--gamma", "0"], "controls must be empty when gamma = 0"),
-        (["--controls", "m", "--N", "4,8"], "--controls must be used with a single config"),
+        (["--controls", "m", "--gamma", "0,1"], "--controls must be empty when gamma = 0"),
+        (["--controls", "m", "--scheduler", "local-cluster:1"], "--controls must be run locally"),
         (["--controls", "mm"], "controls must be a list of m, h, progress; got 'mm'"),
     ],
 )
@@ -143,3 +144,20 @@ def test_cli_controls_errors_one_line_exit_2(cli, args, message):
     assert r.code == 2 and r.out == ""
     assert r.err.startswith("Error: ") and message in r.err
     assert r.err.count("\n") == 1
+
+
+def test_cli_controls_over_a_sweep(cli, tmp_path):
+    """A sweep of focal configs: one comparison per config, the summary keyed by the field that
+    varies, every row in --out. At N = 2 every mixed group has g = 1/2 = m_1, so under SGD focal
+    and vanilla at lr x m_1 take the same steps (a hand case)."""
+    out = tmp_path / "cmp.parquet"
+    r = cli("simulate", "--K", "6", "--logits", "1.0x1,0.0x5", "--correct", "0,1", "--N", "2,8",
+            "--gamma", "1", "--controls", "m", "--steps", "30", "--seeds", "4", "--lr", "0.1",
+            "--thresholds", "0.6", "--out", out, "--format", "json")  # fmt: skip
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)
+    assert {x["N"] for x in rows} == {2, 8}
+    n2 = {(x["arm"], x["quantity"]): x["median"] for x in rows if x["N"] == 2}
+    assert n2[("focal", "final_q_pos")] == pytest.approx(n2[("vanilla-m", "final_q_pos")], 1e-12)
+    full = pd.read_parquet(out)
+    assert set(full["comparison"]) == {0, 1} and set(full["N"]) == {2, 8}

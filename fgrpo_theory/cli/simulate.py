@@ -291,14 +291,14 @@ def simulate_cmd(
         if "seeds" not in sweep:
             from ..fair import DEFAULT_SEEDS
 
-            cfgs = [cfgs[0].replace(seeds=DEFAULT_SEEDS)]
+            cfgs = [c.replace(seeds=DEFAULT_SEEDS) for c in cfgs]
         if out is not None:
             _check_out(out, 1)
         if output is not None:
             from ._common import check_output_path
 
             check_output_path(output)
-        _run_controls(cfgs[0], out, threads, fmt, output)
+        _run_controls(cfgs, out, threads, fmt, output)
         return
     with_thr = any(c.thresholds for c in cfgs)
     if with_thr and (len(cfgs) > 1 or spec.kind != "local"):
@@ -374,43 +374,55 @@ def _check_controls(cfgs: list, spec, scheduler: str, seeds_given: bool) -> None
     """Refuse what a matched comparison cannot do, with one line naming the option."""
     c = cfgs[0]
     names = ",".join(c.controls)
-    if len(cfgs) > 1 or spec.kind != "local":
-        fail(
-            "--controls",
-            names,
-            f"used with a single config run locally (this is {len(cfgs)} config(s) on {scheduler})",
-        )
+    if spec.kind != "local":
+        fail("--controls", names, f"run locally (not on {scheduler}: the comparison is sequential)")
     if seeds_given and c.seeds < 2:
         fail("--seeds", c.seeds, ">= 2 with --controls (a paired interval needs 2 seeds)")
 
 
-def _run_controls(cfg, out: Path | None, threads: int | None, fmt, output: Path | None) -> None:
-    """The matched comparison (one library call) and its summary; --out gets every row."""
+def _run_controls(
+    cfgs: list, out: Path | None, threads: int | None, fmt, output: Path | None
+) -> None:
+    """The matched comparison of each focal config (one library call each) and its summary;
+    a sweep's summary carries the fields that vary; --out gets every row of every config."""
+    import pandas as pd
+
     from ..fair import run_comparison, summarize_comparison
     from ..sim.budget import check_budget
 
-    check_budget(cfg, 1 if threads is None else threads)
-    try:
-        res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
-    pm = res.attrs.get("progress_match")
-    if pm is not None:
-        typer.echo(
-            f"progress match: lr {pm['lr']:.6g} (x{pm['multiplier']:.4g}), median final q_pos "
-            f"{pm['achieved']:.4f} vs focal {pm['target']:.4f} (tol {pm['q_tol']:g}, "
-            f"{len(pm['evaluations'])} simulations, matched {pm['matched']}, monotone "
-            f"{pm['monotone']})",
-            err=True,
-        )
+    for cfg in cfgs:  # refuse before any run
+        check_budget(cfg, 1 if threads is None else threads)
+    keys = [k for k in _SUMMARY_KEYS if len({getattr(c, k) for c in cfgs}) > 1]
+    rows, sums = [], []
+    for i, cfg in enumerate(cfgs):
+        label = ", ".join(f"{k}={getattr(cfg, k)}" for k in keys)
+        try:
+            res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+        pm = res.attrs.get("progress_match")
+        if pm is not None:
+            typer.echo(
+                (f"[{label}] " if label else "")
+                + f"progress match: lr {pm['lr']:.6g} (x{pm['multiplier']:.4g}), median final "
+                f"q_pos {pm['achieved']:.4f} vs focal {pm['target']:.4f} (tol {pm['q_tol']:g}, "
+                f"{len(pm['evaluations'])} simulations, matched {pm['matched']}, monotone "
+                f"{pm['monotone']})",
+                err=True,
+            )
+        rows.append(res.assign(comparison=i))
+        summ = summarize_comparison(res)
+        for j, k in enumerate(keys):
+            summ.insert(j, k, getattr(cfg, k))
+        sums.append(summ)
     if out is not None:
-        _write(res, out)
+        _write(pd.concat(rows, ignore_index=True), out)
     emit(
-        summarize_comparison(res),
+        pd.concat(sums, ignore_index=True),
         fmt,
         output,
-        title=f"simulate --controls: {cfg.seeds} seeds per arm; m_ret@t = M_ret at the first "
+        title=f"simulate --controls: {cfgs[0].seeds} seeds per arm; m_ret@t = M_ret at the first "
         "step with q_pos >= t (runs that reach it); focal_minus_arm = paired difference of "
         "medians [95% bootstrap]",
     )
