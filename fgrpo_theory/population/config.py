@@ -300,22 +300,12 @@ def expand_population_grid(sweep: Any) -> list[PopulationConfig]:
             if not isinstance(c, PopulationConfig):
                 fail("sweep", c, "a PopulationConfig")
         return out
+    from ..sim.config import grid_axes
+
     unknown = sorted(set(sweep) - _FIELDS)
     if unknown:
         fail("sweep key", unknown[0], "one of " + ", ".join(sorted(_FIELDS)))
-    names, axes = [], []
-    for f in dataclasses.fields(PopulationConfig):
-        if f.name not in sweep:
-            continue
-        v = sweep[f.name]
-        if f.name in _LIST_FIELDS:
-            swept = isinstance(v, list) and len(v) > 0 and all(isinstance(x, list) for x in v)
-        else:
-            swept = isinstance(v, list | tuple)
-            if swept and len(v) == 0:
-                fail(f.name, "[]", "a non-empty list")
-        names.append(f.name)
-        axes.append(list(v) if swept else [v])
+    names, axes = grid_axes(PopulationConfig, sweep, _LIST_FIELDS)
     return [
         PopulationConfig(**dict(zip(names, combo, strict=True)))
         for combo in itertools.product(*axes)

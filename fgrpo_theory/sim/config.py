@@ -561,6 +561,32 @@ def _check_keys(d: Mapping[str, Any], where: str) -> None:
             fail(where, k, "a SimConfig field (" + ", ".join(sorted(_FIELDS)) + ")")
 
 
+def grid_axes(
+    cls: type, sweep: Mapping[str, Any], list_fields: Iterable[str], unswept: Iterable[str] = ()
+) -> tuple[list[str], list[list[Any]]]:
+    """The axes of a sweep over the fields of dataclass ``cls``, in declaration order.
+
+    A list value of a field is an axis; a field whose value is itself a list (``list_fields``)
+    is swept only when given a list of lists; ``unswept`` fields are never swept. Shared by the
+    simulator's and the population's sweeps, so both read a sweep the same way.
+    """
+    list_fields, unswept = set(list_fields), set(unswept)
+    names, axes = [], []
+    for f in dataclasses.fields(cls):
+        if f.name not in sweep:
+            continue
+        v = sweep[f.name]
+        if f.name in list_fields:
+            swept = isinstance(v, list) and len(v) > 0 and all(isinstance(x, list) for x in v)
+        else:
+            swept = isinstance(v, list | tuple) and f.name not in unswept
+        if swept and len(v) == 0:
+            fail(f.name, "[]", "a non-empty list")
+        names.append(f.name)
+        axes.append(list(v) if swept else [v])
+    return names, axes
+
+
 def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> list[SimConfig]:
     """Expand a sweep (fields whose values may be lists) into configs of the Cartesian product.
 
@@ -579,23 +605,7 @@ def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> l
         return out
     _check_keys(sweep, "sweep field")
     sweep = _split_rewards(sweep)
-    names, axes = [], []
-    for f in dataclasses.fields(SimConfig):
-        if f.name not in sweep:
-            continue
-        v = sweep[f.name]
-        if f.name in _LIST_FIELDS:
-            swept = isinstance(v, list) and len(v) > 0 and all(isinstance(x, list) for x in v)
-        else:
-            swept = isinstance(v, list | tuple) and f.name != "subsets"
-        if swept:
-            if len(v) == 0:
-                fail(f.name, "[]", "a non-empty list")
-            names.append(f.name)
-            axes.append(list(v))
-        else:
-            names.append(f.name)
-            axes.append([v])
+    names, axes = grid_axes(SimConfig, sweep, _LIST_FIELDS, unswept=("subsets",))
     if "_rewards" in sweep:  # a list of reward pairs: one axis, unpacked per config
         names.append("_rewards")
         axes.append(list(sweep["_rewards"]))
