@@ -80,6 +80,21 @@ def test_work_is_per_distinct_pair_and_bounded(monkeypatch):
         fit_mod.group_pairs(n, x)
 
 
+def test_diagnose_memory_does_not_grow_with_groups_x_grid():
+    """100,000 groups: the old groups x 201 matrix alone was 160 MB; now memory is per pair."""
+    import tracemalloc
+
+    rng = np.random.default_rng(11)
+    G = 100_000
+    g = pd.DataFrame({"prompt": [f"q{i % 5000}" for i in range(G)], "step": 0, "n": 8,
+                      "n_correct": rng.binomial(8, rng.beta(2, 5, G))})  # fmt: skip
+    tracemalloc.start()
+    diagnose(g, rho=0.05, gamma=1.0, bootstrap=2)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 100e6, peak
+
+
 def test_diagnose_does_not_depend_on_blas_threads(tmp_path):
     """Same bytes with 1 and 4 BLAS threads (sums are explicit, never BLAS's)."""
     rng = np.random.default_rng(5)
