@@ -8,8 +8,8 @@ of :mod:`fgrpo_theory.fair.controls`): ``vanilla`` (gamma 0, lr), ``focal`` (gam
 median final Q_pos equals focal's). Every step is logged, 16 seeds, 1,000 steps.
 Top row: M_ret against Q_pos over training, every seed thin, the median over seeds (of M_ret at
 the first step each Q_pos is reached, over seeds that reach it) thick. Bottom row: focal minus
-each control of M_ret at the first step where Q_pos reaches a threshold, median over paired seeds
-with its 95% paired bootstrap interval.
+each control of M_ret at the first step where Q_pos reaches a threshold: the difference of the
+medians over the seeds where both arms reach it, with its 95% paired bootstrap interval.
 Fast mode: N in {128, 8,192}, 4 seeds, 100 steps, marked FAST PREVIEW.
 """
 
@@ -200,9 +200,9 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         f"Categorical simulation of {PAPER} appendix J (K = 128,000, log-prob surrogate, Adam, "
         f"lr 1e-2, {steps} steps, {seeds} seeds per arm, paired by seed through common random "
         "numbers). Top: M_ret against Q_pos over training, every seed thin, thick = median over "
-        "the seeds that reach each Q_pos (drawn where at least half do). Bottom: median over "
-        "paired seeds of focal minus control M_ret at the first step where Q_pos reaches the "
-        "threshold (seeds where both arms reach it), band = 95% paired bootstrap interval. "
+        "the seeds that reach each Q_pos (drawn where at least half do). Bottom: focal's median "
+        "minus the control's of M_ret at the first step where Q_pos reaches the threshold "
+        "(seeds where both arms reach it), band = 95% paired bootstrap interval. "
         "vanilla-m: lr x m_1 (appendix N); vanilla-progress: the lr whose median final Q_pos "
         "equals focal's.",
         width=170,
