@@ -142,7 +142,8 @@ def _in_order(futures: list[cf.Future], progress: bool = False) -> Iterator[Any]
 
 def _label(item: Any) -> str | None:
     """A readable Dask key part for a task: the config hash for a SimConfig."""
-    from .sim.config import SimConfig, config_hash
+    from .sim.config import SimConfig
+    from .sim.grid import config_hash
 
     return config_hash(item) if isinstance(item, SimConfig) else None
 

@@ -188,7 +188,8 @@ def test_preset_unknown_name():
 
 def test_building_a_config_does_not_import_the_cli():
     code = (
-        "import sys; from fgrpo_theory.sim.config import SimConfig, load_sweep; "
+        "import sys; from fgrpo_theory.sim.config import SimConfig; "
+        "from fgrpo_theory.sim.grid import load_sweep; "
         "SimConfig(K=10, correct='0..3', subsets={'a': '1,5..7'}); "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click') "
         "or m.startswith('fgrpo_theory.cli')]; print(bad)"

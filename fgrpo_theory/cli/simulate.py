@@ -224,7 +224,7 @@ def simulate_cmd(
 
     Example: fgrpo-theory simulate --preset fig2-logprob-adam --N 2,256 --steps 20 --seeds 1
     """
-    from ..sim.config import expand_grid, load_sweep
+    from ..sim.grid import expand_grid, load_sweep
 
     if config is not None and preset is not None:
         fail("--preset", preset, "not given together with --config")

@@ -300,7 +300,7 @@ def expand_population_grid(sweep: Any) -> list[PopulationConfig]:
             if not isinstance(c, PopulationConfig):
                 fail("sweep", c, "a PopulationConfig")
         return out
-    from ..sim.config import grid_axes
+    from ..sim.grid import grid_axes
 
     unknown = sorted(set(sweep) - _FIELDS)
     if unknown:

@@ -9,7 +9,8 @@ Importing this package does not compile anything: the Numba kernels are imported
 
 from __future__ import annotations
 
-from .config import SimConfig, config_hash, expand_grid, load_config, load_sweep
+from .config import SimConfig
+from .grid import config_hash, expand_grid, load_config, load_sweep
 from .runner import SimTables, run_one, simulate
 from .sweep import run_sweep
 

@@ -29,7 +29,7 @@ def preset_names() -> list[str]:
 def load_preset(name: str) -> dict[str, Any]:
     """The parsed TOML mapping of preset ``name`` (what ``load_sweep`` returns for a file)."""
     from .._validate import fail
-    from .config import _check_keys
+    from .grid import _check_keys
 
     names = preset_names()
     if not isinstance(name, str) or name not in names:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .config import SimConfig, config_hash, parse_index_set, parse_logits
+from .config import SimConfig, parse_index_set, parse_logits
+from .grid import config_hash
 from .keys import run_keys
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._validate import fail
-from .config import SimConfig, config_hash, expand_grid
+from .config import SimConfig
+from .grid import config_hash, expand_grid
 
 if TYPE_CHECKING:
     import pandas as pd
