@@ -92,11 +92,12 @@ def simulator_digest() -> str:
 
 
 def _rows_digest(df: pd.DataFrame) -> str:
-    import pandas as pd
-
-    values = pd.util.hash_pandas_object(df, index=False).to_numpy()
-    cols = "\0".join(map(str, df.columns)).encode()
-    return hashlib.sha256(cols + b"\0" + values.tobytes()).hexdigest()[:16]
+    """Digest of a result's rows, the same for the frame written and the frame read back from
+    either format: the SHA-256 of its CSV text (full float precision). A CSV read back changes
+    dtypes (an empty text cell becomes NaN), so a digest of the in-memory values would call
+    every CSV result edited and resume would never reuse one."""
+    text = df.to_csv(index=False, lineterminator="\n")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _meta_path(path: Path) -> Path:
