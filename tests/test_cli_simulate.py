@@ -262,3 +262,18 @@ def test_ctrl_c_is_honoured_within_seconds(tmp_path):
     assert rest.rstrip().endswith("interrupted")
     assert waited < 10.0  # chunks are ~0.5 s of work; generous for a loaded CI machine
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_budget_counts_dynamic_sampling_redraws(cli):
+    """Up to max_resamples redraws a step: a run that cannot finish in the worst case is refused
+    before it starts, naming max_resamples (it was estimated as if nothing were redrawn)."""
+    from fgrpo_theory.sim import SimConfig
+    from fgrpo_theory.sim.budget import check_budget
+
+    big = dict(K=6, N=100_000, steps=100_000, seeds=1, max_resamples=1_000_000)
+    check_budget(SimConfig(**big))  # filter off: 200 s of compute, accepted
+    with pytest.raises(ValueError, match=r"^max_resamples must be a run that can finish"):
+        check_budget(SimConfig(**big, dynamic_sampling="dapo"))
+    r = cli("simulate", "--K", "6", "--N", "100000", "--steps", "100000", "--seeds", "1",
+            "--dynamic-sampling", "dapo", "--max-resamples", "1000000")  # fmt: skip
+    assert r.code == 2 and r.err.startswith("Error: --max-resamples must be a run that can finish")

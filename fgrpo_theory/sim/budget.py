@@ -73,9 +73,16 @@ def _run_bytes(cfg: SimConfig) -> int:
     return 8 * (cfg.K * (6 + 2 * adam + 4) + 3 * min(cfg.N, cfg.K) + cfg.N)
 
 
+def _redraws(cfg: SimConfig) -> int:
+    """Largest number of dynamic-sampling redraws in one step (0 with the filter off)."""
+    return 0 if cfg.dynamic_sampling == "off" else cfg.max_resamples
+
+
 def estimate(cfg: SimConfig) -> Estimate:
     """Estimated single-core seconds, output rows and bytes, and per-run working bytes."""
     per_step = cfg.inner_updates * (SECONDS_PER_ACTION * cfg.K + SECONDS_PER_SAMPLE * cfg.N)
+    # dynamic sampling may redraw a group up to max_resamples times a step: the worst case
+    per_step += _redraws(cfg) * SECONDS_PER_SAMPLE * cfg.N
     rows = cfg.n_runs * _n_log(cfg)
     n_sub = len(cfg.subsets)
     # q_pos, m_ret, entropy, groups, active_frac, resamples, kept_active; per subset mass,
@@ -145,6 +152,7 @@ def check_budget(cfg: SimConfig, threads: int = 1, memory: int | None = None) ->
             "seeds": cfg.n_runs,
             "K": cfg.K * SECONDS_PER_ACTION / SECONDS_PER_SAMPLE,
             "N": cfg.N,
+            "max_resamples": _redraws(cfg),
         }
         name = max(factors, key=factors.get)
         fail(
