@@ -8,18 +8,25 @@ that answers only for this package's source files: their cache goes to ``<cache>
 ``$XDG_CACHE_HOME/fgrpo-theory``, else ``~/.cache/fgrpo-theory``). Other packages' Numba code is
 untouched, and a ``NUMBA_CACHE_DIR`` the user set wins (Numba's own locator then serves it).
 
-Numba keys each cache file on the content hash of its source file, so an edited kernel is
-recompiled; the kernel modules keep their helpers in the same file because that hash does not
-cover other files. If Numba's private locator API changes, registration is skipped and Numba's
+Staleness. Numba stamps a cache file with its own source file only, so a kernel that compiles
+in a helper from another file would keep running the old helper after an edit there. This
+locator's stamp therefore covers every kernel source of the package (every module that imports
+from ``numba``, found by :func:`kernel_sources`): an edit to any of them recompiles all kernels,
+which is what lets the kernels share one set of primitives (:mod:`fgrpo_theory.sim.kcore`).
+``tests/test_numba_cache.py`` edits a helper in a copy of the package and checks the kernel that
+calls it is recompiled. A ``NUMBA_CACHE_DIR`` the user set chooses the folder, and the stamp is
+still this one. If Numba's private locator API changes, registration is skipped and Numba's
 default behaviour applies (a warning is not worth a broken import).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "user_cache_dir", "register"]
+__all__ = ["CACHE_ENV", "user_cache_dir", "register", "kernel_sources"]
 
 #: Environment variable that overrides the cache folder (figure tables, runs, Numba code).
 CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
@@ -37,6 +44,26 @@ def user_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
     return base / "fgrpo-theory"
+
+
+@lru_cache(maxsize=1)
+def kernel_sources() -> tuple[Path, ...]:
+    """The package's kernel sources: every module that imports from ``numba`` at top level."""
+    return tuple(
+        sorted(
+            p
+            for p in _PACKAGE_DIR.rglob("*.py")
+            if "\nfrom numba import " in "\n" + p.read_text(encoding="utf-8")
+        )
+    )
+
+
+@lru_cache(maxsize=1)
+def _kernels_digest() -> str:
+    h = hashlib.sha256()
+    for p in kernel_sources():
+        h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def register() -> None:
@@ -63,15 +90,19 @@ def register() -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
             sub = self.get_suitable_cache_subpath(py_file)
-            self._cache_path = str(user_cache_dir() / "numba" / sub)
+            root = Path(config.CACHE_DIR) if config.CACHE_DIR else user_cache_dir() / "numba"
+            self._cache_path = str(root / sub)
 
         def get_cache_path(self) -> str:
             return self._cache_path
 
+        def get_source_stamp(self):  # noqa: ANN201 - any picklable object
+            # the file's own stamp (Numba's) and the digest of every kernel source: an edit to a
+            # helper in another kernel file recompiles the kernels that compiled it in
+            return (super().get_source_stamp(), _kernels_digest())
+
         @classmethod
         def from_function(cls, py_func, py_file):  # noqa: ANN001, ANN206
-            if config.CACHE_DIR:  # the user chose a folder: Numba's own locator serves it
-                return None
             try:
                 Path(py_file).resolve().relative_to(_PACKAGE_DIR)
             except (ValueError, OSError):

@@ -8,6 +8,7 @@ is chosen at decoration time), so the test is fast.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,62 @@ def test_a_numba_cache_dir_set_by_the_user_wins(tmp_path):
     )
     for p in paths:
         assert Path(p).is_relative_to(tmp_path / "theirs"), p
+
+
+PROBE_KERNEL = """\
+from numba import njit
+
+from .sim.kernels import next_uniform
+
+
+@njit(cache=True)
+def probe(state):
+    return next_uniform(state)
+"""
+RUN_PROBE = (
+    "import numpy as np\n"
+    "from fgrpo_theory._probe_kernel import probe\n"
+    "print(repr(probe(np.array([7], dtype=np.uint64))), sum(probe.stats.cache_hits.values()))\n"
+)
+
+
+def _run_probe(pkg_root: Path, cache: Path) -> tuple[float, int]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["FGRPO_THEORY_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(pkg_root)
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=pkg_root,  # "-c" puts the working folder first on sys.path
+    )
+    value, hits = out.stdout.split()
+    return float(value), int(hits)
+
+
+def test_an_edit_to_a_helper_in_another_file_recompiles_the_kernel(tmp_path):
+    """A kernel compiles in a helper of another kernel file (the shared primitives); editing the
+    helper's file must recompile the kernel, not serve the cached old machine code. (With Numba's
+    own stamp, the file of the kernel alone, the edited run returns the old value from the cache.)
+    """
+    root = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "fgrpo_theory", root / "fgrpo_theory", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (root / "fgrpo_theory" / "_probe_kernel.py").write_text(PROBE_KERNEL)
+    cache = tmp_path / "cache"
+    first, _ = _run_probe(root, cache)
+    again, hits = _run_probe(root, cache)
+    assert again == first and hits == 1  # unchanged sources: served from the cache
+    from fgrpo_theory.sim.kernels import next_uniform
+
+    defined_in = Path(next_uniform.py_func.__code__.co_filename).resolve()
+    helper = root / defined_in.relative_to(ROOT)  # the helper's file, in the copy
+    text = helper.read_text()
+    assert "INV53 = 1.0 / 9007199254740992.0" in text
+    helper.write_text(text.replace("INV53 = 1.0 /", "INV53 = 0.5 /"))
+    edited, hits = _run_probe(root, cache)
+    assert hits == 0
+    assert edited == first / 2
