@@ -10,8 +10,8 @@ untouched, and a ``NUMBA_CACHE_DIR`` the user set wins (Numba's own locator then
 
 Staleness. Numba stamps a cache file with its own source file only, so a kernel that compiles
 in a helper from another file would keep running the old helper after an edit there. This
-locator's stamp therefore covers every kernel source of the package (every module that imports
-from ``numba``, found by :func:`kernel_sources`): an edit to any of them recompiles all kernels,
+locator's stamp therefore covers every kernel source of the package (found by
+:func:`kernel_sources`): an edit to any of them recompiles all kernels,
 which is what lets the kernels share one set of primitives (:mod:`fgrpo_theory.sim.kcore`).
 ``tests/test_numba_cache.py`` edits a helper in a copy of the package and checks the kernel that
 calls it is recompiled. A ``NUMBA_CACHE_DIR`` the user set chooses the folder, and the stamp is
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,14 +47,18 @@ def user_cache_dir() -> Path:
     return base / "fgrpo-theory"
 
 
+_KERNEL_MARKS = re.compile(r"^(from numba import |@njit|@jit_)", re.MULTILINE)
+
+
 @lru_cache(maxsize=1)
 def kernel_sources() -> tuple[Path, ...]:
-    """The package's kernel sources: every module that imports from ``numba`` at top level."""
+    """The package's kernel sources: every module that imports from ``numba`` or decorates a
+    function with ``njit`` or one of the flavours of :mod:`fgrpo_theory.sim._jit`."""
     return tuple(
         sorted(
             p
             for p in _PACKAGE_DIR.rglob("*.py")
-            if "\nfrom numba import " in "\n" + p.read_text(encoding="utf-8")
+            if _KERNEL_MARKS.search(p.read_text(encoding="utf-8"))
         )
     )
 

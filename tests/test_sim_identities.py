@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.sim import SimConfig, simulate
-from fgrpo_theory.sim.kernels import n_metrics, new_state
+from fgrpo_theory.sim.kernels import n_metrics
 from fgrpo_theory.sim.keys import run_keys, stream_words
+from fgrpo_theory.sim.records import new_state
 from fgrpo_theory.sim.runner import _run_chunk, build_records, prepare
 
 CONFIG_COLS = ["algo", "clip_low", "clip_high", "config_hash", "gamma", "advantage"]

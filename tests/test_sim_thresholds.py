@@ -92,12 +92,13 @@ def _final_logits(cfg: SimConfig) -> np.ndarray:
     """Run ``cfg`` through the runner's own pieces and return every run's final logits."""
     from fgrpo_theory.sim import kernels as kn
     from fgrpo_theory.sim.keys import run_keys
+    from fgrpo_theory.sim.records import new_state
     from fgrpo_theory.sim.runner import _run_chunk, build_records, prepare
 
     a = prepare(cfg)
     rec = build_records(cfg, a)
     R = cfg.n_runs
-    st = kn.new_state(rec["prob"], rec["log"], rec["opt"], run_keys(cfg.seed, R), False)
+    st = new_state(rec["prob"], rec["log"], rec["opt"], run_keys(cfg.seed, R), False)
     n_met = kn.n_metrics(len(a["subset_names"]))
     out = np.zeros((R, len(a["log_steps"]), n_met))
     thr_out = np.zeros((R, 0, n_met))

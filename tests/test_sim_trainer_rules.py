@@ -30,7 +30,7 @@ from scipy.stats import binom, multinomial
 
 from fgrpo_theory.advantages import group_advantages
 from fgrpo_theory.sim import SimConfig, expand_grid, load_config, simulate
-from fgrpo_theory.sim import kernels as kn
+from fgrpo_theory.sim import kcore as kn
 
 Z = 4.5  # standard errors
 

@@ -145,9 +145,11 @@ def prepare(cfg: SimConfig) -> dict:
 
 def build_records(cfg: SimConfig, a: dict) -> dict:
     """The kernels' parameter records for ``cfg``, each built once, field by field, by name."""
-    from . import kernels as kn
+    from . import kcore as kc
+    from . import records as rc
+    from .kernels import SAMPLER_TREE
 
-    prob = kn.Problem(
+    prob = rc.Problem(
         z0=a["z0"],
         correct=a["correct"],
         p0=a["p0"],
@@ -155,7 +157,7 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         adv_c=a["adv_c"],
         adv_w=a["adv_w"],
     )
-    log = kn.Logging(
+    log = rc.Logging(
         log_steps=a["log_steps"],
         submask=a["submask"],
         thresholds=np.asarray(cfg.thresholds, dtype=np.float64),
@@ -163,13 +165,13 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
     )
     tree = a["backend"] == "sumtree"
     if tree:
-        sampler = kn.SAMPLER_TREE
+        sampler = SAMPLER_TREE
     else:
-        sampler = kn.SAMPLER_IID if a["sampler"] == "iid" else kn.SAMPLER_SORTED
-    alg = kn.Algorithm(
+        sampler = kc.SAMPLER_IID if a["sampler"] == "iid" else kc.SAMPLER_SORTED
+    alg = rc.Algorithm(
         N=int(cfg.N),
-        rule=kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB,
-        algo=kn.ALGO_CISPO if cfg.algo == "cispo" else kn.ALGO_PPO,
+        rule=kc.RULE_LINEAR if cfg.rule == "linear" else kc.RULE_LOGPROB,
+        algo=kc.ALGO_CISPO if cfg.algo == "cispo" else kc.ALGO_PPO,
         inner=int(cfg.inner_updates),
         clip_lo=float(a["clip_lo"]),
         clip_hi=float(a["clip_hi"]),
@@ -180,8 +182,8 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         keep=a["ds_keep"],
         dual_c=float(a["dual_c"]),
     )
-    opt = kn.Optimizer(
-        kind={"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer],
+    opt = rc.Optimizer(
+        kind={"sgd": kc.OPT_SGD, "adam": kc.OPT_ADAM, "adamw": kc.OPT_ADAMW}[cfg.optimizer],
         lr=float(cfg.lr),
         wd=float(cfg.weight_decay),
         b1=float(cfg.beta1),
@@ -197,7 +199,7 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
             etab_w = np.exp(cfg.lr * ((n * a["adv_w"][:, None]) * inv_n))
         else:
             etab_c = etab_w = np.ones((1, 1))
-        rec["tree"] = kn.Tree(renorm_every=int(cfg.renorm_every), etab_c=etab_c, etab_w=etab_w)
+        rec["tree"] = rc.Tree(renorm_every=int(cfg.renorm_every), etab_c=etab_c, etab_w=etab_w)
     return rec
 
 
@@ -371,7 +373,7 @@ def simulate(
         numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
         from .budget import plan_chunks
-        from .kernels import new_state
+        from .records import new_state
 
         # Runs are independent, and a chunk of steps carries every piece of a run's state
         # (logits, moments, random stream, counters, tree) to the next, so neither the batches

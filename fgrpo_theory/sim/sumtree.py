@@ -4,13 +4,59 @@ Layout: ``tree`` has ``2P`` slots (``P`` = the smallest power of two >= K); leaf
 ``P + k`` (padding leaves are 0) and slot ``j`` holds ``tree[2j] + tree[2j+1]``; the root
 ``tree[1]`` is the total. :func:`tree_set` recomputes every ancestor from its two children, so
 internal sums never drift from the leaves however many updates are made.
-
-The functions are defined in :mod:`.kernels` (Numba's cache only notices edits to a kernel's own
-file, so everything the kernels inline lives there) and re-exported here.
 """
 
 from __future__ import annotations
 
-from .kernels import tree_build, tree_find, tree_set
+import numpy as np
+
+from ._jit import jit_exact, jit_exact_inline
 
 __all__ = ["tree_build", "tree_set", "tree_find"]
+
+
+@jit_exact
+def tree_build(z, tree, P):
+    """Fill leaves with ``exp(z - max z)`` and all parents; return the shift ``max z``."""
+    K = z.shape[0]
+    m = z[0]
+    for i in range(1, K):
+        if z[i] > m:
+            m = z[i]
+    for i in range(K):
+        tree[P + i] = np.exp(z[i] - m)
+    for i in range(P + K, 2 * P):
+        tree[i] = 0.0
+    for j in range(P - 1, 0, -1):
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
+    return m
+
+
+@jit_exact_inline
+def tree_set(tree, P, k, w):
+    """Set leaf ``k`` to ``w`` and recompute its ancestors."""
+    j = P + k
+    tree[j] = w
+    j >>= 1
+    while j >= 1:
+        tree[j] = tree[2 * j] + tree[2 * j + 1]
+        j >>= 1
+
+
+@jit_exact_inline
+def tree_find(tree, P, t):
+    """First leaf whose prefix sum exceeds ``t`` (the inverse CDF), for ``0 <= t < tree[1]``.
+
+    Never returns a zero-weight leaf: at the top end, where rounding can push ``t`` past the last
+    positive leaf, it descends left. (A branch-free descent was measured 1.7x slower at K = 6:
+    it serializes the loads that speculation overlaps.)
+    """
+    j = 1
+    while j < P:
+        left = tree[2 * j]
+        if t < left or tree[2 * j + 1] == 0.0:
+            j = 2 * j
+        else:
+            t -= left
+            j = 2 * j + 1
+    return j - P

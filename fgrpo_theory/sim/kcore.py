@@ -1,0 +1,347 @@
+"""Numba primitives shared by the simulator's and the populations' kernels (theory.md sections 3,
+5 and 6): the vectorized exp and sums of a softmax, the group samplers, the SGD / Adam element
+loops and the per-action coefficients of one update (clipping, CISPO weights, P-15, P-16).
+
+Any kernel may compile these in: the cache stamp covers every kernel source of the package
+(:mod:`fgrpo_theory._numba_cache`), so an edit here recompiles the kernels that use them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit_elementwise, jit_fast_inline
+from .rng import next_exp, next_uniform
+
+RULE_LINEAR, RULE_LOGPROB = 0, 1
+ALGO_PPO, ALGO_CISPO = 0, 1
+OPT_SGD, OPT_ADAM, OPT_ADAMW = 0, 1, 2
+SAMPLER_IID, SAMPLER_SORTED = 0, 1
+
+
+@jit_elementwise
+def _max(z):
+    """Largest element, with 8 interleaved lanes so LLVM vectorizes it (max is order-free)."""
+    K = z.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = z[0]
+    K8 = K - K % 8
+    for i in range(0, K8, 8):
+        m0 = z[i] if z[i] > m0 else m0
+        m1 = z[i + 1] if z[i + 1] > m1 else m1
+        m2 = z[i + 2] if z[i + 2] > m2 else m2
+        m3 = z[i + 3] if z[i + 3] > m3 else m3
+        m4 = z[i + 4] if z[i + 4] > m4 else m4
+        m5 = z[i + 5] if z[i + 5] > m5 else m5
+        m6 = z[i + 6] if z[i + 6] > m6 else m6
+        m7 = z[i + 7] if z[i + 7] > m7 else m7
+    m = max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+    for i in range(K8, K):
+        m = z[i] if z[i] > m else m
+    return m
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log(2) (fdlibm)
+_LN2_LO = 1.90821492927058770002e-10
+# Taylor coefficients 1/k!, k = 0..13: on |r| <= log(2)/2 the truncation error is < 4e-18
+_E0 = 1.0
+_E1 = 1.0
+_E2 = 1.0 / 2
+_E3 = 1.0 / 6
+_E4 = 1.0 / 24
+_E5 = 1.0 / 120
+_E6 = 1.0 / 720
+_E7 = 1.0 / 5040
+_E8 = 1.0 / 40320
+_E9 = 1.0 / 362880
+_E10 = 1.0 / 3628800
+_E11 = 1.0 / 39916800
+_E12 = 1.0 / 479001600
+_E13 = 1.0 / 6227020800
+
+
+@jit_fast_inline
+def _vexp_shift(z, e, m, ibuf, sc):
+    """``e = exp(z - m)`` for ``z <= m`` in a loop LLVM vectorizes (no SVML needed).
+
+    Cody-Waite reduction ``x = n log 2 + r`` and a degree-13 Taylor polynomial; the scale
+    ``2**n`` is built from its exponent bits in ``ibuf`` (``sc`` is its float64 view). Measured
+    error <= 1.01 ulp against ``numpy.exp`` on [-700, 0] (1e6 points); arguments below -708
+    give 0. No ``reassoc``: it would undo the two-step reduction.
+    """
+    K = z.shape[0]
+    for i in range(K):
+        x0 = z[i] - m
+        x = x0 if x0 > -708.0 else -708.0
+        n = np.floor(x * _LOG2E + 0.5)
+        r = (x - n * _LN2_HI) - n * _LN2_LO
+        p = _E13
+        p = p * r + _E12
+        p = p * r + _E11
+        p = p * r + _E10
+        p = p * r + _E9
+        p = p * r + _E8
+        p = p * r + _E7
+        p = p * r + _E6
+        p = p * r + _E5
+        p = p * r + _E4
+        p = p * r + _E3
+        p = p * r + _E2
+        p = p * r + _E1
+        p = p * r + _E0
+        e[i] = p if x0 > -708.0 else 0.0
+        ibuf[i] = (np.int64(n) + 1023) << 52
+    for i in range(K):
+        e[i] *= sc[i]
+
+
+@jit_fast_inline
+def _sum8(e):
+    """Sum with 8 interleaved accumulators: a fixed order (bit-reproducible) that vectorizes."""
+    K = e.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    K8 = K - K % 8
+    for i in range(0, K8, 8):
+        a0 += e[i]
+        a1 += e[i + 1]
+        a2 += e[i + 2]
+        a3 += e[i + 3]
+        a4 += e[i + 4]
+        a5 += e[i + 5]
+        a6 += e[i + 6]
+        a7 += e[i + 7]
+    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for i in range(K8, K):
+        s += e[i]
+    return s
+
+
+@jit_fast_inline
+def _exp_shift(z, e, m, ibuf, sc):
+    """``e = exp(z - m)`` (``m`` = max z); returns ``sum(e)``."""
+    K = z.shape[0]
+    if K < 32:  # too short to vectorize: libm's exp beats the scalar polynomial
+        s = 0.0
+        for i in range(K):
+            v = np.exp(z[i] - m)
+            e[i] = v
+            s += v
+        return s
+    _vexp_shift(z, e, m, ibuf, sc)
+    return _sum8(e)
+
+
+@jit_fast_inline
+def _kadd(acc, cmp, j, x):
+    """Neumaier-compensated ``acc[j] += x`` (no reassoc flag, so the compensation survives)."""
+    a = acc[j]
+    t = a + x
+    if abs(a) >= abs(x):
+        cmp[j] += (a - t) + x
+    else:
+        cmp[j] += (x - t) + a
+    acc[j] = t
+
+
+_BLOCK = 64  # actions per block of the i.i.d. sampler's two-level CDF
+
+
+@jit_fast_inline
+def _sample_iid(e, cum, correct, N, state, cnt, touched):
+    """N i.i.d. draws by inverse CDF; returns (distinct, X).
+
+    The CDF has two levels: cumulative sums of blocks of ``_BLOCK`` actions (each block summed
+    in 8 vectorized lanes, so building it costs a vectorized pass plus K/64 serial additions
+    instead of a K-long serial chain), a binary search over the blocks, then a scan inside the
+    block. Small K (<= 16) uses a branch-free count over the plain CDF.
+    """
+    K = e.shape[0]
+    if K <= 16:
+        acc = 0.0
+        for i in range(K):
+            acc += e[i]
+            cum[i] = acc
+    else:
+        nb = (K + _BLOCK - 1) // _BLOCK
+        acc = 0.0
+        for b in range(nb):
+            lo = b * _BLOCK
+            hi = min(lo + _BLOCK, K)
+            acc += _sum8(e[lo:hi])
+            cum[b] = acc
+    total = acc
+    nd = 0
+    X = 0
+    for _ in range(N):
+        t = next_uniform(state) * total
+        if K <= 16:  # branch-free count of cum <= t: the same index, no mispredictions
+            k = 0
+            for i in range(K - 1):
+                k += cum[i] <= t
+        else:
+            lo = 0
+            hi = nb - 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] > t:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            k = lo * _BLOCK
+            end = min(k + _BLOCK, K) - 1
+            c = (cum[lo - 1] if lo > 0 else 0.0) + e[k]
+            while c <= t and k < end:
+                k += 1
+                c += e[k]
+        while e[k] == 0.0 and k > 0:  # rounding at the top end
+            k -= 1
+        # branch-free bookkeeping: outcomes are random, branches would mispredict (3x slower)
+        touched[nd] = k
+        nd += cnt[k] == 0
+        cnt[k] += 1
+        X += correct[k]
+    return nd, X
+
+
+@jit_fast_inline
+def _sample_sorted(e, total, gaps, correct, N, state, cnt, touched):
+    """N draws as sorted uniforms (exponential spacings) merged with the CDF, O(N + K)."""
+    K = e.shape[0]
+    acc = 0.0
+    for i in range(N + 1):
+        acc += next_exp(state)
+        gaps[i] = acc
+    scale = total / acc
+    nd = 0
+    X = 0
+    k = 0
+    ck = e[0]
+    for j in range(N):
+        t = gaps[j] * scale
+        while ck <= t and k < K - 1:
+            k += 1
+            ck += e[k]
+        kk = k
+        while e[kk] == 0.0 and kk > 0:  # rounding at the top end
+            kk -= 1
+        touched[nd] = kk
+        nd += cnt[kk] == 0
+        cnt[kk] += 1
+        X += correct[kk]
+    return nd, X
+
+
+@jit_elementwise
+def _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    for i in range(z.shape[0]):
+        g = (cvec[i] - e[i] * inv_s * C) * inv_n - wd * z[i]
+        z[i] += lr * g
+
+
+@jit_elementwise
+def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
+    bc1 = 1.0 - b1**t
+    bc2 = 1.0 - b2**t
+    step = lr / bc1
+    isb = 1.0 / np.sqrt(bc2)
+    decay = 1.0 - lr * wd if decoupled else 1.0
+    l2 = 0.0 if decoupled else wd
+    a1 = 1.0 - b1
+    a2 = 1.0 - b2
+    for i in range(z.shape[0]):  # no reduction here: it would block vectorization
+        zi = z[i]
+        g = (e[i] * inv_s * C - cvec[i]) * inv_n + l2 * zi  # gradient of the loss -J
+        m = b1 * mm[i] + a1 * g
+        v = b2 * vv[i] + a2 * g * g
+        mm[i] = m
+        vv[i] = v
+        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+
+
+@jit_fast_inline
+def _coefficients(
+    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b,
+    zero_sum, cvec, dual_c,
+):  # fmt: skip
+    """Fill ``cvec`` at the sampled actions with ``n_k A_k s_k``; return their sum C.
+
+    With the log-prob rule and a zero-sum advantage convention, ``sum_k n_k A_k = 0`` in exact
+    arithmetic, so ``C = sum_k n_k A_k (w_k - 1)`` is used: it is exactly 0 when every weight is 1
+    (one inner update), instead of a ~1e-16 rounding residue that Adam would normalize into
+    learning-rate-sized steps of every unsampled logit.
+    """
+    centred = zero_sum and rule == RULE_LOGPROB
+    C = 0.0
+    ac = adv_c[X]
+    aw = adv_w[X]
+    for j in range(nd):
+        k = touched[j]
+        A = ac if correct[k] else aw
+        p = e[k] * inv_s
+        r = 1.0 if first else p / pold[j]
+        if algo == ALGO_CISPO:
+            w = min(max(r, lo_b), hi_b)
+        elif (A > 0.0 and r > hi_b) or (A < 0.0 and (r < lo_b or r > dual_c)):
+            w = 0.0  # PPO clip (or dual clip, A < 0 and r > c) active: the loss is constant
+        elif rule == RULE_LOGPROB:
+            w = r  # d(r A) = A r dlog p
+        else:
+            w = 1.0  # d(A r p_old) = A dp = A p dlog p
+        if rule == RULE_LINEAR:
+            w *= p
+        c = cnt[k] * A * w
+        cvec[k] = c
+        if centred:
+            C += cnt[k] * A * (w - 1.0)
+        else:
+            C += c
+    return C
+
+
+@jit_fast_inline
+def _masked_sum8(e, cf):
+    """``sum_i e[i] cf[i]`` with 8 interleaved accumulators (the cheap correct mass)."""
+    K = e.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    K8 = K - K % 8
+    for i in range(0, K8, 8):
+        a0 += e[i] * cf[i]
+        a1 += e[i + 1] * cf[i + 1]
+        a2 += e[i + 2] * cf[i + 2]
+        a3 += e[i + 3] * cf[i + 3]
+        a4 += e[i + 4] * cf[i + 4]
+        a5 += e[i + 5] * cf[i + 5]
+        a6 += e[i + 6] * cf[i + 6]
+        a7 += e[i + 7] * cf[i + 7]
+    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for i in range(K8, K):
+        s += e[i] * cf[i]
+    return s
+
+
+@jit_fast_inline
+def _kadd2(a, c, x):
+    """Neumaier-compensated scalar ``a + x`` with compensation ``c``: returns ``(a, c)``."""
+    t = a + x
+    if abs(a) >= abs(x):
+        c += (a - t) + x
+    else:
+        c += (x - t) + a
+    return t, c
+
+
+@jit_fast_inline
+def _clear_counts(cnt, touched, nd):
+    """Reset the draw counts of a group (before a redraw or after the update)."""
+    for j in range(nd):
+        cnt[touched[j]] = 0
+
+
+@jit_fast_inline
+def _local_rng(state_io):
+    """A run-local copy of the random stream ``[key, counter]`` (written back at chunk end): a
+    fresh local array aliases nothing, so LLVM keeps the counter in a register across draws."""
+    state = np.empty(2, np.uint64)
+    state[0] = state_io[0]
+    state[1] = state_io[1]
+    return state
