@@ -105,7 +105,7 @@ def _worker_view():
 
     from fgrpo_theory.sim import kernels
 
-    st = kernels.dense_batch.stats
+    st = kernels.run_batch.stats
     return {
         "threads": numba.get_num_threads(),
         "pool": numba.config.NUMBA_NUM_THREADS,

@@ -66,6 +66,7 @@ from .kcore import (
     _sample_iid,
     _sample_sorted,
     _sgd,
+    _tally,
 )
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import next_uniform
@@ -236,10 +237,7 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched):
     X = 0
     for _ in range(N):
         k = tree_find(tree, P, next_uniform(state) * tree[1])
-        touched[nd] = k
-        nd += cnt[k] == 0
-        cnt[k] += 1
-        X += correct[k]
+        nd, X = _tally(k, nd, X, touched, cnt, correct)
     return nd, X
 
 
@@ -251,177 +249,41 @@ def _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
     return _sample_sorted(e, S, gaps, correct, N, state, cnt, touched)
 
 
-# The tree and dense draws are separate functions on purpose, and the group bookkeeping (active
-# count, tail misses, dynamic-sampling redraws) is written out in each run loop: one draw function
-# dispatching on the sampler at run time measured 1.7x slower on the sum-tree path at K = 6,
-# N = 8, and a shared bookkeeping helper returning its counts 1.3x slower (CPU time, interleaved
-# runs on the loaded 2-core machine); the per-draw bookkeeping itself is shared in each sampler.
+# ONE run loop for both paths: ``tr`` is the sum tree's record, or ``None`` on the dense path.
+# Numba compiles a function once per argument type and prunes ``if tr is None`` branches at
+# compile time, so each path gets a specialization without the other's code (nothing is decided
+# per step at run time): the bookkeeping of a group (active count, tail misses, dynamic-sampling
+# redraws), the logged rows and the thresholds are written once. (Measured before: a draw
+# function dispatching on the path at run time was 1.7x slower on the sum-tree path at K = 6.)
 
 
 @jit_fast
-def dense_run(prob, log, alg, opt, z_io, mm_io, vv_io, state_io, ints, tails_io, step_lo, step_hi,
-              out, thr_out, thr_step):  # fmt: skip
-    """Steps ``step_lo+1 .. step_hi`` of one run of the dense path (every logit moves).
+def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, state_io, ints,
+              tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
+    """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit
+    moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
+    advantages).
 
-    ``z_io``, ``mm_io``, ``vv_io``, ``state_io``, ``ints``, ``tails_io`` are the run's rows of
-    :class:`State` (advanced in place; the random stream is copied in and out);
-    ``out[n_log, n_metrics]`` receives the logged rows. ``step_lo = 0`` starts the run (and
-    writes row 0 if step 0 is logged). ``thr_out[n_thr, n_metrics]`` and ``thr_step[n_thr]``
-    (-1 = pending) receive the threshold crossings: the state after step s is checked at the
-    start of step s + 1 (from that step's ``exp(z - max)``, no extra exp) and the last state at
-    the end of the run.
-    """
-    K = z_io.shape[0]
-    N = alg.N
-    # record fields as locals: reading an array out of a record inside the loop costs
-    # reference-count traffic per access
-    correct = prob.correct
-    p0 = prob.p0
-    sum_p0c = prob.sum_p0c
-    adv_c = prob.adv_c
-    adv_w = prob.adv_w
-    submask = log.submask
-    log_steps = log.log_steps
-    n_log = log_steps.shape[0]
-    dyn = alg.dyn
-    max_res = alg.max_res
-    keep = alg.keep
-    dual_c = alg.dual_c
-    n_sub = submask.shape[0]
-    sampler = alg.sampler
-    z = z_io
-    mm = mm_io
-    vv = vv_io
-    tails = tails_io
-    state = _local_rng(state_io)
-    e = np.empty(K)
-    cum = np.empty(K if sampler == SAMPLER_IID else 1)
-    gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
-    cvec = np.zeros(K)
-    ibuf = np.empty(K, np.int64)
-    sc = ibuf.view(np.float64)
-    cnt = np.zeros(K, np.int64)
-    D = min(N, K)
-    touched = np.empty(D + 1, np.int64)  # +1: branch-free writes
-    pold = np.empty(D)
-    hit = np.zeros(n_sub, np.bool_)
-    inv_n = 1.0 / N
-    lo_b = 1.0 - alg.clip_lo
-    hi_b = 1.0 + alg.clip_hi
-    ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
-    thresholds = log.thresholds
-    n_thr = thresholds.shape[0]
-    ti = _thr_pending(thr_step)
-    scratch = np.zeros(out.shape[1])
-    cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
-    if ti < n_thr:
-        for i in range(K):
-            cf[i] = correct[i]
-    li = ints[I_LOG]
-    if step_lo == 0:
-        li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
-    t_opt = ints[I_TOPT]
-    groups = ints[I_GROUPS]
-    active = ints[I_ACTIVE]
-    resamples = ints[I_RESAMPLES]
-    zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
-    for step in range(step_lo + 1, step_hi + 1):
-        S = _exp_shift(z, e, zmax, ibuf, sc)
-        if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - THR_MARGIN) * S:
-            ti = _thr_check(
-                z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
-                thr_step,
-            )  # fmt: skip
-        nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
-        groups += 1
-        if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
-            active += 1
-            if n_sub > 0:
-                _count_tail(touched, nd, submask, hit, tails)
-        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
-            r = 0
-            while keep[X] == 0 and r < max_res:
-                _clear_counts(cnt, touched, nd)
-                nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
-                r += 1
-            resamples += r
-            if 0 < X < N:  # the kept group is active: count it and its tail misses
-                tails[2 * n_sub] += 1
-                if n_sub > 0:
-                    _count_tail(touched, nd, submask, hit, ktails)
-        inv_s = 1.0 / S
-        if alg.inner > 1:
-            for j in range(nd):
-                pold[j] = e[touched[j]] * inv_s
-        for u in range(alg.inner):
-            if u > 0:
-                S = _exp_shift(z, e, zmax, ibuf, sc)
-                inv_s = 1.0 / S
-            C = _coefficients(
-                touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
-                u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
-            )  # fmt: skip
-            t_opt += 1
-            if opt.kind == OPT_SGD:
-                _sgd(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
-            else:
-                _adam(
-                    z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd, opt.kind == OPT_ADAMW, opt.b1,
-                    opt.b2, opt.eps, t_opt, mm, vv,
-                )  # fmt: skip
-            zmax = _max(z)
-            for j in range(nd):
-                cvec[touched[j]] = 0.0
-        for j in range(nd):
-            cnt[touched[j]] = 0
-        if li < n_log and step == log_steps[li]:
-            _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
-            groups = 0
-            active = 0
-            resamples = 0
-            li += 1
-    if ti < n_thr and step_hi == log.n_steps:  # the last state of the run
-        ti = _thr_check(
-            z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out, thr_step
-        )
-    state_io[1] = state[1]
-    ints[I_TOPT] = t_opt
-    ints[I_LOG] = li
-    ints[I_GROUPS] = groups
-    ints[I_ACTIVE] = active
-    ints[I_RESAMPLES] = resamples
+    ``z_io``, ``mm_io``, ``vv_io``, ``tree_io``, ``shift_io``, ``state_io``, ``ints``,
+    ``tails_io`` are the run's rows of :class:`~.records.State` (advanced in place; the random
+    stream is copied in and out); ``out[n_log, n_metrics]`` receives the logged rows.
+    ``step_lo = 0`` starts the run (and writes row 0 if step 0 is logged).
+    ``thr_out[n_thr, n_metrics]`` and ``thr_step[n_thr]`` (-1 = pending) receive the threshold
+    crossings: the state after step s is checked at the start of step s + 1 and the last state
+    at the end of the run. On the dense path the cheap Q_pos comes from that step's
+    ``exp(z - max)`` (no extra exp); on the sum-tree path from a compensated running sum of the
+    correct leaves over ``tree[1]`` (recomputed at each chunk start and rebuild), O(1) per update.
 
-
-@jit_parallel
-def dense_batch(prob, log, alg, opt, st, step_lo, step_hi, out, thr_out, thr_step):
-    """:func:`dense_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``,
-    ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
-    for r in prange(st.z.shape[0]):
-        dense_run(
-            prob, log, alg, opt, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
-            st.tails[r], step_lo, step_hi, out[r], thr_out[r], thr_step[r],
-        )  # fmt: skip
-
-
-@jit_fast
-def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, tails_io, step_lo,
-             step_hi, out, thr_out, thr_step):  # fmt: skip
-    """Steps ``step_lo+1 .. step_hi`` of one run of the sum-tree path (SGD + log-prob + one
-    update + zero-sum advantages).
-
-    Only sampled logits move (``dz_k = lr n_k A_k / N``, theory.md section 6), so a sum tree
-    over ``exp(z - shift)`` gives O(log K) sampling and updates. Parents are recomputed from
-    their children after every leaf change (no drift); the tree is rebuilt from the logits with
-    a fresh shift every ``renorm_every`` steps or when a logit rises 64 above the shift. For
-    small N the new leaf weight is the old one times a tabulated ``exp(dz)`` (``etab_c[X, n]``,
-    ``etab_w[X, n]``; 1x1 arrays disable it): the weights then carry rounding of order 1e-16 per
-    update relative to ``exp(z - shift)`` until the next rebuild, which only affects a draw whose
-    uniform falls within that distance of a CDF boundary; the logits and every logged metric are
-    computed from ``z`` itself. Sampling is the same inverse-CDF map of the same uniforms as the
-    dense i.i.d. sampler. The tree and ``shift_io[0]`` are carried between chunks.
-    Thresholds (``thr_out``, ``thr_step`` as in :func:`dense_run`): the cheap Q_pos is a
-    compensated running sum of the correct leaves over ``tree[1]`` (recomputed from the leaves at
-    each chunk start and rebuild), so tracking costs O(1) per update.
+    Sum-tree path: only sampled logits move (``dz_k = lr n_k A_k / N``, theory.md section 6), so
+    a sum tree over ``exp(z - shift)`` gives O(log K) sampling and updates. Parents are
+    recomputed from their children after every leaf change (no drift); the tree is rebuilt from
+    the logits with a fresh shift every ``renorm_every`` steps or when a logit rises 64 above the
+    shift. For small N the new leaf weight is the old one times a tabulated ``exp(dz)``
+    (``etab_c[X, n]``, ``etab_w[X, n]``; 1x1 arrays disable it): the weights then carry rounding
+    of order 1e-16 per update relative to ``exp(z - shift)`` until the next rebuild, which only
+    affects a draw whose uniform falls within that distance of a CDF boundary; the logits and
+    every logged metric are computed from ``z`` itself. Sampling is the same inverse-CDF map of
+    the same uniforms as the dense i.i.d. sampler.
     """
     K = z_io.shape[0]
     N = alg.N
@@ -439,11 +301,7 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     max_res = alg.max_res
     keep = alg.keep
     n_sub = submask.shape[0]
-    P = 1
-    while P < K:
-        P *= 2
     z = z_io
-    tree = tree_io
     tails = tails_io
     state = _local_rng(state_io)
     cnt = np.zeros(K, np.int64)
@@ -451,83 +309,147 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
     touched = np.empty(D + 1, np.int64)  # +1: branch-free writes
     hit = np.zeros(n_sub, np.bool_)
     inv_n = 1.0 / N
-    lr = opt.lr
     ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
     thresholds = log.thresholds
     n_thr = thresholds.shape[0]
     ti = _thr_pending(thr_step)
     scratch = np.zeros(out.shape[1])
     li = ints[I_LOG]
-    countdown = ints[I_COUNTDOWN]
-    shift = shift_io[0]
     if step_lo == 0:
-        shift = tree_build(z, tree, P)
-        countdown = tr.renorm_every
         li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
-    track = ti < n_thr  # keep the running correct mass wc (+ compensation wcc) of the tree
-    wc = 0.0
-    wcc = 0.0
-    if track:
-        wc, wcc = _tree_correct_sum(tree, P, correct)
     groups = ints[I_GROUPS]
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
-    etab_c = tr.etab_c
-    etab_w = tr.etab_w
-    renorm_every = tr.renorm_every
-    use_tab = etab_c.shape[0] == N + 1
-    for step in range(step_lo + 1, step_hi + 1):
-        if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
-            ti = _thr_check(
-                z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
-                thr_step,
-            )  # fmt: skip
-            track = ti < n_thr
-        nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
-        groups += 1
-        if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
-            active += 1
-            if n_sub > 0:
-                _count_tail(touched, nd, submask, hit, tails)
-        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
-            r = 0
-            while keep[X] == 0 and r < max_res:
-                _clear_counts(cnt, touched, nd)
-                nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
-                r += 1
-            resamples += r
-            if 0 < X < N:  # the kept group is active: count it and its tail misses
-                tails[2 * n_sub] += 1
-                if n_sub > 0:
-                    _count_tail(touched, nd, submask, hit, ktails)
-        ac = adv_c[X]
-        aw = adv_w[X]
-        countdown -= 1  # step % renorm_every == 0, without an integer division per step
-        rebuild = countdown == 0
-        if rebuild:
-            countdown = renorm_every
-        for j in range(nd):
-            k = touched[j]
-            c = correct[k]
-            n = cnt[k]
-            A = ac if c else aw
-            zk = z[k] + lr * ((n * A) * inv_n)
-            z[k] = zk
-            if zk - shift > 64.0:
-                rebuild = True
-            if use_tab:  # exp(zk - shift) as old weight * tabulated exp(dz): no exp per update
-                w = tree[P + k] * (etab_c[X, n] if c else etab_w[X, n])
-            else:
-                w = np.exp(zk - shift)
-            if track and c:  # running correct mass: + new weight - old weight, compensated
-                wc, wcc = _kadd2(wc, wcc, w)
-                wc, wcc = _kadd2(wc, wcc, -tree[P + k])
-            tree_set(tree, P, k, w)
-            cnt[k] = 0
-        if rebuild:
+    if tr is None:
+        dual_c = alg.dual_c
+        sampler = alg.sampler
+        mm = mm_io
+        vv = vv_io
+        e = np.empty(K)
+        cum = np.empty(K if sampler == SAMPLER_IID else 1)
+        gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
+        cvec = np.zeros(K)
+        ibuf = np.empty(K, np.int64)
+        sc = ibuf.view(np.float64)
+        pold = np.empty(D)
+        lo_b = 1.0 - alg.clip_lo
+        hi_b = 1.0 + alg.clip_hi
+        cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
+        if ti < n_thr:
+            for i in range(K):
+                cf[i] = correct[i]
+        t_opt = ints[I_TOPT]
+        zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
+    else:
+        P = 1
+        while P < K:
+            P *= 2
+        tree = tree_io
+        lr = opt.lr
+        countdown = ints[I_COUNTDOWN]
+        shift = shift_io[0]
+        if step_lo == 0:
             shift = tree_build(z, tree, P)
-            if track:
-                wc, wcc = _tree_correct_sum(tree, P, correct)
+            countdown = tr.renorm_every
+        track = ti < n_thr  # keep the running correct mass wc (+ compensation wcc) of the tree
+        wc = 0.0
+        wcc = 0.0
+        if track:
+            wc, wcc = _tree_correct_sum(tree, P, correct)
+        etab_c = tr.etab_c
+        etab_w = tr.etab_w
+        renorm_every = tr.renorm_every
+        use_tab = etab_c.shape[0] == N + 1
+    for step in range(step_lo + 1, step_hi + 1):
+        if tr is None:
+            S = _exp_shift(z, e, zmax, ibuf, sc)
+            if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - THR_MARGIN) * S:
+                ti = _thr_check(
+                    z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
+                    thr_step,
+                )  # fmt: skip
+            nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+        else:
+            if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
+                ti = _thr_check(
+                    z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
+                    thr_step,
+                )  # fmt: skip
+                track = ti < n_thr
+            nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
+        groups += 1
+        if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
+            active += 1
+            if n_sub > 0:
+                _count_tail(touched, nd, submask, hit, tails)
+        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
+            r = 0
+            while keep[X] == 0 and r < max_res:
+                _clear_counts(cnt, touched, nd)
+                if tr is None:
+                    nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+                else:
+                    nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
+                r += 1
+            resamples += r
+            if 0 < X < N:  # the kept group is active: count it and its tail misses
+                tails[2 * n_sub] += 1
+                if n_sub > 0:
+                    _count_tail(touched, nd, submask, hit, ktails)
+        if tr is None:
+            inv_s = 1.0 / S
+            if alg.inner > 1:
+                for j in range(nd):
+                    pold[j] = e[touched[j]] * inv_s
+            for u in range(alg.inner):
+                if u > 0:
+                    S = _exp_shift(z, e, zmax, ibuf, sc)
+                    inv_s = 1.0 / S
+                C = _coefficients(
+                    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
+                    u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                )  # fmt: skip
+                t_opt += 1
+                if opt.kind == OPT_SGD:
+                    _sgd(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
+                else:
+                    _adam(
+                        z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd, opt.kind == OPT_ADAMW,
+                        opt.b1, opt.b2, opt.eps, t_opt, mm, vv,
+                    )  # fmt: skip
+                zmax = _max(z)
+                for j in range(nd):
+                    cvec[touched[j]] = 0.0
+            _clear_counts(cnt, touched, nd)
+        else:
+            ac = adv_c[X]
+            aw = adv_w[X]
+            countdown -= 1  # step % renorm_every == 0, without an integer division per step
+            rebuild = countdown == 0
+            if rebuild:
+                countdown = renorm_every
+            for j in range(nd):
+                k = touched[j]
+                c = correct[k]
+                n = cnt[k]
+                A = ac if c else aw
+                zk = z[k] + lr * ((n * A) * inv_n)
+                z[k] = zk
+                if zk - shift > 64.0:
+                    rebuild = True
+                if use_tab:  # exp(zk - shift) as old weight * tabulated exp(dz): no exp here
+                    w = tree[P + k] * (etab_c[X, n] if c else etab_w[X, n])
+                else:
+                    w = np.exp(zk - shift)
+                if track and c:  # running correct mass: + new weight - old weight, compensated
+                    wc, wcc = _kadd2(wc, wcc, w)
+                    wc, wcc = _kadd2(wc, wcc, -tree[P + k])
+                tree_set(tree, P, k, w)
+                cnt[k] = 0
+            if rebuild:
+                shift = tree_build(z, tree, P)
+                if track:
+                    wc, wcc = _tree_correct_sum(tree, P, correct)
         if li < n_log and step == log_steps[li]:
             _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
             groups = 0
@@ -538,21 +460,25 @@ def tree_run(prob, log, alg, opt, tr, z_io, tree_io, shift_io, state_io, ints, t
         ti = _thr_check(
             z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out, thr_step
         )
-    shift_io[0] = shift
     state_io[1] = state[1]
+    if tr is None:
+        ints[I_TOPT] = t_opt
+    else:
+        shift_io[0] = shift
+        ints[I_COUNTDOWN] = countdown
     ints[I_LOG] = li
-    ints[I_COUNTDOWN] = countdown
     ints[I_GROUPS] = groups
     ints[I_ACTIVE] = active
     ints[I_RESAMPLES] = resamples
 
 
 @jit_parallel
-def tree_batch(prob, log, alg, opt, tr, st, step_lo, step_hi, out, thr_out, thr_step):
-    """:func:`tree_run` for every run (row) of ``st`` in parallel; ``out[r, n_log, n_met]``,
-    ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
+def run_batch(prob, log, alg, opt, tr, st, step_lo, step_hi, out, thr_out, thr_step):
+    """:func:`run_steps` for every run (row) of ``st`` in parallel (``tr`` = None: the dense
+    path); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
     for r in prange(st.z.shape[0]):
-        tree_run(
-            prob, log, alg, opt, tr, st.z[r], st.tree[r], st.shift[r : r + 1], st.rng[r],
-            st.ints[r], st.tails[r], step_lo, step_hi, out[r], thr_out[r], thr_step[r],
+        run_steps(
+            prob, log, alg, opt, tr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+            st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi, out[r],
+            thr_out[r], thr_step[r],
         )  # fmt: skip

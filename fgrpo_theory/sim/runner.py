@@ -234,10 +234,7 @@ def _run_chunk(
         or thr_step.shape != (R, n_thr)
     ):
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
-    if rec["tree"] is not None:
-        kn.tree_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out, thr_out, thr_step)
-    else:
-        kn.dense_batch(p, lg, al, op, st, step_lo, step_hi, out, thr_out, thr_step)
+    kn.run_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out, thr_out, thr_step)
 
 
 class SimTables(NamedTuple):
