@@ -1,4 +1,5 @@
-"""Population simulator: identity with the single-prompt simulator, streams, threads, errors."""
+"""Population simulator: threads, tidy frame, errors, lazy Adam (identities with the single-prompt
+simulator are in test_population_kernel.py)."""
 
 from __future__ import annotations
 
@@ -7,76 +8,10 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.population import (
-    Population,
     PopulationConfig,
     generate_population,
     simulate_population,
 )
-from fgrpo_theory.sim import SimConfig, simulate
-from fgrpo_theory.sim.keys import run_keys, stream_words
-
-
-def _single(z0: np.ndarray, correct: np.ndarray) -> Population:
-    return Population(
-        correct=correct[None].astype(np.uint8),
-        rare=np.zeros((1, len(z0)), np.uint8),
-        phi0=z0[None].astype(float),
-        theta0=np.zeros(len(z0)),
-        mu0=np.array([0.5]),
-        breadth=np.full(len(z0), np.nan),
-        n_train=1,
-        dropped=0,
-    )
-
-
-def test_stream_equals_simulator_stream():
-    from fgrpo_theory.population.kernel import stream_uniforms
-
-    key = int(run_keys(11, 3)[2])
-    words = stream_words(key, 1000)
-    ref = np.array([(w >> 11) * 2.0**-53 for w in words])
-    assert np.array_equal(stream_uniforms(np.uint64(key), 1000), ref)
-
-
-@pytest.mark.parametrize(
-    "K,logits,correct,opt,gamma,adv,N,rule",
-    [
-        (6, "1.0x2,0.0x4", "0,3", "sgd", 0.0, "grpo", 8, "logprob"),
-        (6, "1.0x2,0.0x4", "0,3", "adam", 0.5, "dr-grpo", 4, "logprob"),
-        (100, "2.0x3,0.0x97", "0..1,50", "adam", 1.0, "grpo", 16, "logprob"),
-        (100, "2.0x3,0.0x97", "0..1,50", "sgd", 0.0, "rloo", 8, "logprob"),
-        (40, "1.0x5,0.0x35", "0..2,30", "adamw", 0.0, "dr-grpo", 8, "linear"),
-    ],
-)
-def test_one_prompt_theta_frozen_equals_single_prompt_simulator(
-    K, logits, correct, opt, gamma, adv, N, rule
-):
-    lr = 0.5 if opt == "sgd" else 0.05
-    wd = 0.01 if opt == "adamw" else 0.0
-    sc = SimConfig(
-        K=K, logits=logits, correct=correct, N=N, steps=120, rule=rule, advantage=adv,
-        gamma=gamma, optimizer=opt, lr=lr, weight_decay=wd, seeds=3, seed=5, log_every=40,
-        backend="dense", sampler="iid",
-    )  # fmt: skip
-    ref = simulate(sc)
-    from fgrpo_theory.sim.config import parse_index_set, parse_logits
-
-    z0 = parse_logits(logits, K)
-    cm = np.zeros(K, np.uint8)
-    cm[parse_index_set(correct, K, "correct")] = 1
-    pc = PopulationConfig(
-        P=1, P_test=0, K=K, B=1, N=N, steps=120, rule=rule, advantage=adv, gamma=gamma,
-        optimizer=opt, lr_shared=0.0, lr_prompt=lr, weight_decay=wd, seeds=3, seed=5,
-        log_every=40,
-    )  # fmt: skip
-    got = simulate_population(pc, population=_single(z0, cm), per_prompt=True)
-    assert np.array_equal(got["step"].to_numpy(), ref["step"].to_numpy())
-    assert np.array_equal(got["mu"].to_numpy(), ref["q_pos"].to_numpy())  # bit for bit
-    assert np.array_equal(got["entropy"].to_numpy(), ref["entropy"].to_numpy())
-    assert np.array_equal(got["groups"].to_numpy(), ref["groups"].to_numpy())
-    pos = ref["step"].to_numpy() > 0
-    act = ref["active_frac"].to_numpy()[pos] * ref["groups"].to_numpy()[pos]
-    assert np.array_equal(got["active"].to_numpy()[pos], np.round(act).astype(np.int64))
 
 
 def _small(**kw) -> PopulationConfig:
@@ -111,6 +46,17 @@ def test_tidy_frame_has_one_row_per_step_run_split_bucket():
     assert (tr["groups"] == cfg.B * cfg.log_every).all()
 
 
+def test_algorithm_fields_follow_the_simulator():
+    cfg = PopulationConfig(algo="DAPO", inner_updates=3.0)
+    assert (cfg.algo, cfg.inner_updates, cfg.clip_bounds()) == ("dapo", 3, (0.2, 0.28))
+    assert PopulationConfig(algo="cispo").clip_bounds() == (1.0, 5.0)
+    assert PopulationConfig(clip_low=0.1, clip_high=0.3).clip_bounds() == (0.1, 0.3)
+    df = simulate_population(_small(inner_updates=3, dual_clip=2.0, steps=20))
+    tr = df[(df.split == "train") & (df.bucket == "all") & (df.step > 0)]
+    assert (tr["groups"] == 6 * 10).all()  # B groups per step, not per inner update
+    assert set(df.inner_updates) == {3} and set(df.algo) == {"grpo"}
+
+
 def test_compute_matched_mode_holds_rollouts_fixed():
     assert PopulationConfig(P=64, N=4, compute_budget=64).B == 16
     assert PopulationConfig(P=64, N=16, compute_budget=64).B == 4
@@ -127,6 +73,13 @@ def test_compute_matched_mode_holds_rollouts_fixed():
         (dict(rare_share=1.0), "rare_share must be in (0, 1)"),
         (dict(rare_share=0.0), "rare_share must be in (0, 1)"),
         (dict(optimizer="rmsprop"), "optimizer must be one of"),
+        (dict(algo="ppo"), "algo must be one of grpo, dapo, cispo; got 'ppo'"),
+        (dict(inner_updates=0), "inner_updates must be >= 1; got 0"),
+        (dict(inner_updates=1001), "inner_updates must be <= 1000; got 1001"),
+        (dict(clip_low=1.5), "clip_low must be in [0.0, 1.0]; got 1.5"),
+        (dict(clip_high=-0.1), "clip_high must be >= 0.0; got -0.1"),
+        (dict(dual_clip=1.0), "dual_clip must be > 1.0; got 1.0"),
+        (dict(algo="cispo", dual_clip=3.0), "dual_clip must be None for algo = cispo"),
     ],
 )
 def test_bad_config_one_line_errors(kw, msg):
@@ -190,6 +143,9 @@ def test_generated_population_is_reproducible_and_consistent():
         dict(lr_shared=0.0, lr_prompt=0.05, gamma=1.0, K=70),  # tabular, K not a multiple of 8
         dict(lr_shared=0.02, lr_prompt=0.02, rule="linear"),  # dense gradients (C != 0)
         dict(lr_shared=0.01, lr_prompt=0.02, optimizer="adamw", advantage="rloo", log_every=7),
+        # inner updates: the replay counts optimizer steps (3 per step), ratios make C != 0
+        dict(lr_shared=0.02, lr_prompt=0.05, inner_updates=3, algo="cispo", clip_low=0.1),
+        dict(lr_shared=0.0, lr_prompt=0.05, inner_updates=2, clip_high=0.05, log_every=7),
     ],
 )
 def test_lazy_adam_equals_eager_per_step_updates_bit_for_bit(monkeypatch, kw):
@@ -204,44 +160,3 @@ def test_lazy_adam_equals_eager_per_step_updates_bit_for_bit(monkeypatch, kw):
     # the runs really move the idle prompts (so the replay is exercised)
     first, lastp = (eager[eager.step == s].mu.to_numpy() for s in (0, cfg.steps))
     assert np.abs(lastp - first).max() > 1e-3
-
-
-@pytest.mark.parametrize(
-    "opt,max_res,ds,ds_range",
-    [("sgd", 3, True, None), ("adam", 1, "dapo", None), ("sgd", 2, "openrlhf", (0.3, 0.9)),
-     ("sgd", 2, "verl", None)],
-)  # fmt: skip
-def test_dynamic_sampling_one_prompt_equals_single_prompt_simulator(opt, max_res, ds, ds_range):
-    """A trainer's filter: with B = P = 1 and theta frozen, the single-prompt simulator's
-    trajectory and redraw counts, bit for bit (an easy prompt, so most groups are all-correct).
-    The filters share one keep table (``ds_keep_table``); openrlhf's range here drops groups
-    with 0, 1 or 4 correct of 4."""
-    K, logits, correct = 20, "3.0x2,0.0x18", "0..1"
-    lr = 0.5 if opt == "sgd" else 0.05
-    sc = SimConfig(
-        K=K, logits=logits, correct=correct, N=4, steps=90, optimizer=opt, lr=lr, seeds=3,
-        seed=2, log_every=30, backend="dense", sampler="iid", advantage="grpo",
-        dynamic_sampling=ds, max_resamples=max_res, ds_range=ds_range,
-    )  # fmt: skip
-    ref = simulate(sc)
-    from fgrpo_theory.sim.config import parse_index_set, parse_logits
-
-    z0 = parse_logits(logits, K)
-    cm = np.zeros(K, np.uint8)
-    cm[parse_index_set(correct, K, "correct")] = 1
-    pc = PopulationConfig(
-        P=1, P_test=0, K=K, B=1, N=4, steps=90, optimizer=opt, lr_shared=0.0, lr_prompt=lr,
-        seeds=3, seed=2, log_every=30, dynamic_sampling=ds, max_resamples=max_res,
-        ds_range=ds_range,
-    )  # fmt: skip
-    got = simulate_population(pc, population=_single(z0, cm), per_prompt=True)
-    assert np.array_equal(got["mu"].to_numpy(), ref["q_pos"].to_numpy())
-    assert np.array_equal(got["entropy"].to_numpy(), ref["entropy"].to_numpy())
-    assert np.array_equal(got["resamples"].to_numpy(), ref["resamples"].to_numpy())
-    assert got["resamples"].sum() > 0
-    off = simulate_population(
-        pc.replace(dynamic_sampling=False, ds_range=None), population=_single(z0, cm)
-    )
-    assert (off["resamples"] == 0).all()
-    with pytest.raises(ValueError, match="max_resamples must be >= 1"):
-        pc.replace(max_resamples=0)

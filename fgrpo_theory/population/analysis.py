@@ -17,7 +17,7 @@ from .._validate import fail
 from ..advantages import effective_lr_multiplier
 from .config import PopulationConfig
 from .generate import Population, generate_population
-from .runner import advantage_tables, simulate_population
+from .runner import advantage_tables, algorithm_record, simulate_population
 
 __all__ = ["batch_gradient_snr", "group_size_sweep"]
 
@@ -41,10 +41,10 @@ def batch_gradient_snr(
     K = pop.theta0.shape[0]
     gsum = np.zeros((1 + pop.n_train, K))
     sq = np.zeros(2)
-    rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
     kn.batch_gradients(
         pop.theta0, pop.phi0, pop.correct, pop.rare, pop.rare.any(axis=1), pop.n_train, cfg.B,
-        cfg.N, a_c, a_w, run_keys(cfg.seed, 1)[0], rule, zero_sum, n_draws, gsum, sq,
+        a_c, a_w, run_keys(cfg.seed, 1)[0], algorithm_record(cfg, zero_sum, dynamic=False),
+        n_draws, gsum, sq,
     )  # fmt: skip
     n = n_draws
     out = {}

@@ -28,7 +28,6 @@ __all__ = [
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 RULES = ("logprob", "linear")
-ALGOS = ("grpo", "dapo", "cispo")
 ADAM_STATES = ("global", "per-prompt")
 UNSOLVABLE = ("refuse", "drop")
 #: refuse anything larger than this many logits per run (phi is (P + P_test) x K float64)
@@ -100,7 +99,27 @@ class PopulationConfig:
     compute_budget : int or None
         Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
     algo, rule, advantage, gamma, rewards
-        As in the single-prompt simulator (one inner update, so GRPO, DAPO and CISPO coincide).
+        As in the single-prompt simulator: ``algo`` in {"grpo", "dapo", "cispo"} (GRPO and DAPO:
+        PPO clipped surrogate, clip-higher for DAPO; CISPO: clipped importance weights under a
+        stop-gradient, P-15, P-16).
+    inner_updates : int
+        Optimizer steps per sampled batch (PPO epochs), 1 .. 1000 as in the simulator. The batch
+        (B prompts, N rollouts each) is drawn under the current policy; each of the
+        ``inner_updates`` steps recomputes every batch prompt's softmax under the current
+        ``theta + phi_p`` and weights the sampled actions by the ratio ``p / p_old`` as the
+        simulator does. With 1 (the default) every ratio is 1, so GRPO, DAPO and CISPO coincide
+        and the clip options change nothing. Adam / AdamW make one optimizer step per inner
+        update (the step counter, the idle prompts' momentum steps and the per-prompt counters
+        advance per inner update); the group counters count sampled groups, once per step.
+    clip_low, clip_high : float or None
+        Clip range ``[1 - clip_low, 1 + clip_high]`` of the ratio; ``None`` = the algorithm's
+        default (GRPO 0.2 / 0.2, DAPO 0.2 / 0.28, CISPO 1.0 / 5.0;
+        :data:`fgrpo_theory.sim.config.CLIP_DEFAULTS`). ``clip_low`` in [0, 1], ``clip_high`` >= 0.
+    dual_clip : float or None
+        Dual-clip PPO (verl's ``clip_ratio_c``): no gradient for a sampled action with a negative
+        advantage whose ratio exceeds ``dual_clip`` (> 1); ``None`` (default) = off; grpo / dapo
+        only. These five fields are validated by :class:`fgrpo_theory.sim.SimConfig` (same
+        names, bounds and messages).
     dynamic_sampling, ds_range, max_resamples
         A trainer's dynamic-sampling filter as the single-prompt simulator has it (same names:
         ``"off"`` (default), ``"dapo"``, ``"verl"``, ``"openrlhf"`` with ``ds_range``; ``True`` /
@@ -136,6 +155,10 @@ class PopulationConfig:
     steps: int = 300
     compute_budget: int | None = None
     algo: str = "grpo"
+    inner_updates: int = 1
+    clip_low: float | None = None
+    clip_high: float | None = None
+    dual_clip: float | None = None
     rule: str = "logprob"
     advantage: str = "grpo"
     gamma: float = 0.0
@@ -190,8 +213,9 @@ class PopulationConfig:
         if self.B > self.P:
             fail("B", self.B, f"<= P = {self.P} (prompts are drawn without replacement)")
         s(self, "steps", _int("steps", self.steps, 1, 10_000_000))
-        if self.algo not in ALGOS:
-            fail("algo", self.algo, "one of " + ", ".join(ALGOS))
+        alg = self._algorithm()
+        for nm in ("algo", "inner_updates", "clip_low", "clip_high", "dual_clip"):
+            s(self, nm, getattr(alg, nm))
         if self.rule not in RULES:
             fail("rule", self.rule, "one of " + ", ".join(RULES))
         if not isinstance(self.advantage, str):
@@ -249,6 +273,25 @@ class PopulationConfig:
     def replace(self, **changes: Any) -> PopulationConfig:
         """A copy with ``changes`` (validated; with a compute budget, B follows N)."""
         return dataclasses.replace(self, **changes)
+
+    def _algorithm(self):
+        """A :class:`~fgrpo_theory.sim.SimConfig` holding this config's algorithm fields
+        (``algo``, ``inner_updates``, ``clip_low``, ``clip_high``, ``dual_clip``): the
+        simulator validates them (one rule, one message) and fills in the clip defaults."""
+        from ..sim.config import SimConfig
+
+        return SimConfig(
+            algo=self.algo,
+            inner_updates=self.inner_updates,
+            clip_low=self.clip_low,
+            clip_high=self.clip_high,
+            dual_clip=self.dual_clip,
+        )
+
+    def clip_bounds(self) -> tuple[float, float]:
+        """``(clip_low, clip_high)`` with the algorithm's defaults filled in
+        (:meth:`fgrpo_theory.sim.SimConfig.clip_bounds`)."""
+        return self._algorithm().clip_bounds()
 
     def ds_keep(self):
         """``keep[X]`` of the dynamic-sampling filter

@@ -24,11 +24,17 @@ from .generate import Population, generate_population
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["simulate_population", "advantage_tables", "bucket_labels", "CONFIG_COLUMNS"]
+__all__ = [
+    "simulate_population",
+    "advantage_tables",
+    "algorithm_record",
+    "bucket_labels",
+    "CONFIG_COLUMNS",
+]
 
 CONFIG_COLUMNS = (
-    "name", "P", "P_test", "K", "B", "N", "steps", "rule", "advantage", "gamma", "optimizer",
-    "lr_shared", "lr_prompt", "adam_state", "dynamic_sampling", "seed",
+    "name", "P", "P_test", "K", "B", "N", "steps", "algo", "inner_updates", "rule", "advantage",
+    "gamma", "optimizer", "lr_shared", "lr_prompt", "adam_state", "dynamic_sampling", "seed",
 )  # fmt: skip
 
 
@@ -53,6 +59,32 @@ def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, boo
     if not (np.isfinite(a_c).all() and np.isfinite(a_w).all()):
         fail("advantage", cfg.advantage, f"finite for N = {cfg.N}")
     return a_c, a_w, _zero_sum(a_c, a_w, cfg.N)
+
+
+def algorithm_record(cfg: PopulationConfig, zero_sum: bool, dynamic: bool = True):
+    """The simulator's kernel record :class:`fgrpo_theory.sim.records.Algorithm` of ``cfg``
+    (group size, surrogate, algorithm, inner updates, clip bounds with the algorithm's defaults,
+    dual clip, dynamic sampling; ``dynamic = False`` switches dynamic sampling off)."""
+    import math
+
+    from ..sim import kcore as kc
+    from ..sim.records import Algorithm
+
+    clip_lo, clip_hi = cfg.clip_bounds()
+    return Algorithm(
+        N=int(cfg.N),
+        rule=kc.RULE_LINEAR if cfg.rule == "linear" else kc.RULE_LOGPROB,
+        algo=kc.ALGO_CISPO if cfg.algo == "cispo" else kc.ALGO_PPO,
+        inner=int(cfg.inner_updates),
+        clip_lo=float(clip_lo),
+        clip_hi=float(clip_hi),
+        dyn=bool(dynamic and cfg.dynamic_sampling != "off"),
+        max_res=int(cfg.max_resamples),
+        sampler=kc.SAMPLER_IID,  # unused: population groups are drawn i.i.d.
+        zero_sum=bool(zero_sum),
+        keep=cfg.ds_keep(),
+        dual_c=math.inf if cfg.dual_clip is None else float(cfg.dual_clip),
+    )
 
 
 def bucket_labels(edges: tuple[float, ...]) -> list[str]:
@@ -118,7 +150,7 @@ def simulate_population(
     out_p = np.zeros((R, n_log, P_all, kn.N_PMET))
     out_c = np.zeros((R, n_log, n_train, kn.N_CNT), dtype=np.int64)
     has_rare = pop.rare.any(axis=1)
-    rule = kn.RULE_LINEAR if cfg.rule == "linear" else kn.RULE_LOGPROB
+    alg = algorithm_record(cfg, zero_sum)
     opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
     old = numba.get_num_threads()
     if threads is not None and (
@@ -132,12 +164,10 @@ def simulate_population(
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
             kn.pop_batch(
-                pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.N,
-                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], rule, opt, cfg.lr_shared,
-                cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps, zero_sum,
-                cfg.adam_state == "per-prompt", _SPARSE, cfg.dynamic_sampling != "off",
-                cfg.ds_keep(), cfg.max_resamples,
-                out_p[lo:hi], out_c[lo:hi],
+                pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
+                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, opt, cfg.lr_shared,
+                cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
+                cfg.adam_state == "per-prompt", _SPARSE, out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
             if progress is not None:
                 progress(hi, R)
