@@ -59,3 +59,33 @@ def test_population_dynamic_sampling_filters(cli, tmp_path):
     assert r.code == 2 and r.err.startswith("Error: --dynamic-sampling must be one of off, dapo")
     r = cli("population", "--preset", "quick", "--ds-range", "0.2,0.8")
     assert r.code == 2 and "--ds-range must be None unless dynamic_sampling" in r.err
+
+
+def test_population_algorithm_options(cli, tmp_path):
+    """--algo / --inner-updates / --clip-low / --clip-high / --dual-clip as simulate has them:
+    they reach the config (columns, changed numbers) and bad values get simulate's one line."""
+    base = ["population", "--preset", "quick", "--steps", "6", "--seeds", "1"]
+    got = {}
+    for name, extra in [
+        ("one", []),
+        ("cispo", ["--algo", "cispo", "--inner-updates", "3", "--clip-low", "0.1"]),
+        ("dual", ["--inner-updates", "3", "--clip-high", "0.5", "--dual-clip", "1.5"]),
+        ("dual-off", ["--inner-updates", "3", "--clip-high", "0.5", "--dual-clip", "off"]),
+    ]:
+        out = tmp_path / f"{name}.csv"
+        r = cli(*base, *extra, "--out", out)
+        assert r.code == 0, r.err
+        got[name] = pd.read_csv(out)
+    assert set(got["cispo"]["algo"]) == {"cispo"} and set(got["cispo"]["inner_updates"]) == {3}
+    assert not np.array_equal(got["one"]["pass_at_1"], got["cispo"]["pass_at_1"])
+    assert set(got["one"]["inner_updates"]) == {1}
+    assert set(got["dual"]["config_hash"]) != set(got["dual-off"]["config_hash"])
+    for args, msg in [
+        (["--inner-updates", "0"], "Error: --inner-updates must be >= 1; got 0"),
+        (["--clip-low", "2"], "Error: --clip-low must be in [0.0, 1.0]; got 2.0"),
+        (["--dual-clip", "1,2"], "Error: --dual-clip must be one number c > 1 (e.g. 3) or off"),
+        (["--algo", "cispo", "--dual-clip", "3"], "Error: --dual-clip must be None for algo"),
+        (["--algo", "ppo"], "Error: --algo must be one of grpo, dapo, cispo; got 'ppo'"),
+    ]:
+        r = cli(*base, *args)
+        assert r.code == 2 and r.err.startswith(msg) and "\n" not in r.err.strip(), r.err

@@ -8,11 +8,16 @@ from pathlib import Path
 import typer
 
 from .._validate import fail
+from ..sim.config import CLIP_DEFAULTS
 from ._app import app
 from ._common import FORMAT_OPTION, OutputFormat, add_sweep_options, emit
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
-_KEYS = ["name", "N", "B", "gamma", "optimizer", "lr_shared", "lr_prompt", "advantage", "rule"]
+_KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "optimizer", "lr_shared", "lr_prompt",
+         "advantage", "rule"]  # fmt: skip
+#: the per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0"
+_CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
+_CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
 
 
 def _check_out(out: Path, n_configs: int) -> None:
@@ -48,6 +53,32 @@ def population_cmd(
     ),
     gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
+    algo: str | None = typer.Option(
+        None, "--algo", help="grpo, dapo or cispo (overrides).", show_default="grpo"
+    ),
+    inner_updates: int | None = typer.Option(
+        None,
+        "--inner-updates",
+        help="Optimizer steps per sampled batch, each with the ratios to the sampling policy "
+        "(overrides).",
+        show_default="1",
+    ),
+    clip_low: float | None = typer.Option(
+        None,
+        "--clip-low",
+        help="Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
+        show_default=_CLIP_LOW,
+    ),
+    clip_high: float | None = typer.Option(
+        None, "--clip-high", help="Upper clip (see --clip-low).", show_default=_CLIP_HIGH
+    ),
+    dual_clip: str | None = typer.Option(
+        None,
+        "--dual-clip",
+        help="Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
+        "where A < 0 and the ratio exceeds c.",
+        show_default="off",
+    ),
     dynamic_sampling: str | None = typer.Option(
         None,
         "--dynamic-sampling",
@@ -104,8 +135,11 @@ def population_cmd(
         sweep = dict(PRESETS[preset])
     else:
         sweep = load_population_sweep(config)
-    over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling)
+    over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling, algo=algo,
+                inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
+    if dual_clip is not None:
+        sweep["dual_clip"] = _dual_clip(dual_clip)
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range)
     cfgs = expand_population_grid(sweep)
     if out is not None:
@@ -138,6 +172,18 @@ def population_cmd(
     summary = summary.reset_index().drop(columns="config_hash")
     name = cfgs[0].name if len(cfgs) == 1 else f"sweep of {len(cfgs)} configs"
     emit(summary, fmt, output, title=f"population {name}: last step over seeds")
+
+
+def _dual_clip(text: str) -> float | None:
+    """``--dual-clip``: one number (checked by the config: > 1) or ``off``."""
+    from .._spec import parse_float_list
+
+    if text.strip().lower() == "off":
+        return None
+    vals = parse_float_list(text, name="--dual-clip")
+    if len(vals) != 1:
+        fail("--dual-clip", text, "one number c > 1 (e.g. 3) or off")
+    return float(vals[0])
 
 
 def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, show: bool):
