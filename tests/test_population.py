@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.population import (
+    Population,
     PopulationConfig,
     generate_population,
     simulate_population,
@@ -160,3 +161,97 @@ def test_lazy_adam_equals_eager_per_step_updates_bit_for_bit(monkeypatch, kw):
     # the runs really move the idle prompts (so the replay is exercised)
     first, lastp = (eager[eager.step == s].mu.to_numpy() for s in (0, cfg.steps))
     assert np.abs(lastp - first).max() > 1e-3
+
+
+# ---- ds_fill = "next-prompt": a trainer fills the batch with other prompts' groups ------------
+
+
+def _fill_case(**kw):
+    """Four train prompts over K = 2 strategies: 0 and 1 unsolvable (X = 0 always), 2 and 3
+    solved by both strategies (X = N always); N = 1 and OpenRLHF's range (0.5, 1.5) keep a group
+    iff its one rollout is correct, so exactly the groups of prompts 0 and 1 are dropped."""
+    K = 2
+    pop = Population(
+        correct=np.array([[0, 0], [0, 0], [1, 1], [1, 1]], np.uint8),
+        rare=np.zeros((4, K), np.uint8), phi0=np.zeros((4, K)), theta0=np.zeros(K),
+        mu0=np.array([0.0, 0.0, 1.0, 1.0]), breadth=np.full(K, np.nan), n_train=4, dropped=0,
+    )  # fmt: skip
+    cfg = PopulationConfig(
+        P=4, P_test=0, K=K, B=1, N=1, steps=6, log_every=1, seeds=1, seed=7, optimizer="sgd",
+        lr_shared=0.0, lr_prompt=1.0, dynamic_sampling="openrlhf", ds_range=(0.5, 1.5),
+        ds_fill="next-prompt", **kw,
+    )  # fmt: skip
+    df = simulate_population(cfg, population=pop, per_prompt=True)
+    df = df[df.step > 0]
+    tables = [df.pivot(index="step", columns="prompt", values=c).to_numpy().tolist()
+              for c in ("groups", "resamples")]  # fmt: skip
+    return tables
+
+
+def test_next_prompt_fill_hand_checked():
+    """Seed 7's epoch orders (Fisher-Yates of the order stream, each epoch reshuffling the
+    previous order) are [2,3,0,1], [3,0,1,2], [1,0,3,2]. B = 1, so a step walks the order until
+    a solvable prompt (2 or 3), dropping 0 and 1 on the way, at most min(max_resamples, P - B)
+    = 3 of them; a prompt drawn in the step is skipped after a reshuffle.
+    step 1: 2. step 2: 3. step 3: 0, 1 dropped, order used up, new epoch [3,0,1,2]: 3.
+    step 4: 0, 1 dropped, 2. step 5: order used up at the step's start, new epoch [1,0,3,2]:
+    1, 0 dropped, 3. step 6: 2.
+    With max_resamples = 1 a step drops one group and keeps the next whatever the filter says:
+    step 3: 0 dropped, 1 kept; step 4: new epoch [3,0,1,2]: 3; step 5: 0 dropped, 1 kept;
+    step 6: 2."""
+    from fgrpo_theory.population.kernel import ORDER_SALT
+    from fgrpo_theory.sim.keys import GOLDEN_INT, mix64_py, run_keys
+
+    okey, perm, orders = mix64_py(int(run_keys(7, 1)[0]) ^ int(ORDER_SALT)), [0, 1, 2, 3], []
+    words = iter(mix64_py(okey + i * GOLDEN_INT) for i in range(1, 10))
+    for _ in range(3):
+        for i in range(3, 0, -1):
+            j = int((next(words) >> 11) * 2.0**-53 * (i + 1))
+            perm[i], perm[j] = perm[j], perm[i]
+        orders.append(list(perm))
+    assert orders == [[2, 3, 0, 1], [3, 0, 1, 2], [1, 0, 3, 2]]
+    groups, resamples = _fill_case()
+    assert groups == [[0, 0, 1, 0], [0, 0, 0, 1], [1, 1, 0, 1], [1, 1, 1, 0], [1, 1, 0, 1],
+                      [0, 0, 1, 0]]  # fmt: skip
+    assert resamples == [[0, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0],
+                         [0, 0, 0, 0]]  # fmt: skip
+    groups, resamples = _fill_case(max_resamples=1)
+    assert groups == [[0, 0, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 0, 1], [1, 1, 0, 0],
+                      [0, 0, 1, 0]]  # fmt: skip
+    assert resamples == [[0, 0, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [1, 0, 0, 0],
+                         [0, 0, 0, 0]]  # fmt: skip
+
+
+def test_next_prompt_fill_without_drops_is_the_plain_batch_and_lazy_adam_stays_exact(monkeypatch):
+    """A filter that keeps every group (OpenRLHF's range around [0, 1]): next-prompt fill and
+    redraw are the run without dynamic sampling, bit for bit. With DAPO's filter and inner
+    updates, groups per step = B + dropped groups, and the lazy replay (dropped prompts are idle)
+    equals the eager updates."""
+    from fgrpo_theory.population import runner
+
+    cfg = _small(lr_shared=0.02, lr_prompt=0.02, P=30, B=5, steps=24, seeds=2, log_every=6)
+    off = simulate_population(cfg, per_prompt=True)
+    keep_all = dict(dynamic_sampling="openrlhf", ds_range=(-0.5, 1.5))
+    for fill in ("redraw", "next-prompt"):
+        got = simulate_population(cfg.replace(**keep_all, ds_fill=fill), per_prompt=True)
+        pd.testing.assert_frame_equal(got, off, check_exact=True)
+    dapo = cfg.replace(dynamic_sampling="dapo", ds_fill="next-prompt", inner_updates=2,
+                       max_resamples=3)  # fmt: skip
+    lazy = simulate_population(dapo, per_prompt=True)
+    monkeypatch.setattr(runner, "_SPARSE", False)
+    eager = simulate_population(dapo, per_prompt=True)
+    pd.testing.assert_frame_equal(lazy, eager, check_exact=True)
+    per_log = lazy[lazy.step > 0].groupby(["run", "step"])[["groups", "resamples"]].sum()
+    assert (per_log["groups"] == 5 * 6 + per_log["resamples"]).all()
+    assert per_log["resamples"].sum() > 0 and (per_log["resamples"] <= 3 * 6).all()
+
+
+def test_ds_fill_errors():
+    with pytest.raises(ValueError, match=r"^ds_fill must be one of redraw, next-prompt; got 'x'$"):
+        PopulationConfig(dynamic_sampling="dapo", ds_fill="x")
+    with pytest.raises(ValueError, match=r"^ds_fill must be 'redraw' unless dynamic_sampling"):
+        PopulationConfig(ds_fill="next-prompt")
+    cfg = PopulationConfig(P=4, P_test=0, K=8, B=4, steps=2, dynamic_sampling="dapo",
+                           ds_fill="next-prompt")  # fmt: skip
+    with pytest.raises(ValueError, match=r"^ds_fill must be 'redraw' when B = the 4 train"):
+        simulate_population(cfg)

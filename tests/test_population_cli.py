@@ -52,6 +52,16 @@ def test_population_dynamic_sampling_filters(cli, tmp_path):
         assert r.code == 0, r.err
         got[name] = pd.read_csv(out)
         assert set(got[name]["dynamic_sampling"]) == {name}
+    out = tmp_path / "fill.csv"
+    r = cli("population", "--preset", "quick", "--steps", "10", "--seeds", "1",
+            "--dynamic-sampling", "dapo", "--ds-fill", "next-prompt", "--out", out)  # fmt: skip
+    assert r.code == 0, r.err
+    fill = pd.read_csv(out)
+    assert set(fill["ds_fill"]) == {"next-prompt"}
+    tr = fill[(fill.split == "train") & (fill.bucket == "all") & (fill.step > 0)]
+    assert (tr["groups"] == 8 * 10 + tr["resamples"]).all() and tr["resamples"].sum() > 0
+    r = cli("population", "--preset", "quick", "--ds-fill", "next-prompt")
+    assert r.code == 2 and r.err.startswith("Error: --ds-fill must be 'redraw' unless")
     train = {k: v[v.split == "train"] for k, v in got.items()}
     assert train["dapo"]["resamples"].sum() > 0 and train["off"]["resamples"].sum() == 0
     assert np.array_equal(train["dapo"]["pass_at_1"], train["openrlhf"]["pass_at_1"])

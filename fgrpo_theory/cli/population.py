@@ -13,8 +13,8 @@ from ._app import app
 from ._common import FORMAT_OPTION, OutputFormat, add_sweep_options, emit
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
-_KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "optimizer", "lr_shared", "lr_prompt",
-         "advantage", "rule"]  # fmt: skip
+_KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
+         "lr_prompt", "advantage", "rule"]  # fmt: skip
 #: the per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0"
 _CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
 _CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
@@ -90,6 +90,13 @@ def population_cmd(
     ds_range: str | None = typer.Option(
         None, "--ds-range", metavar="LO,HI", help="openrlhf's success-rate range (default 0,1)."
     ),
+    ds_fill: str | None = typer.Option(
+        None,
+        "--ds-fill",
+        help="What replaces a dropped group: redraw (the same prompt's group) or next-prompt "
+        "(the next prompt of the epoch order, as a trainer fills its batch).",
+        show_default="redraw",
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
@@ -136,7 +143,8 @@ def population_cmd(
     else:
         sweep = load_population_sweep(config)
     over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling, algo=algo,
-                inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high)  # fmt: skip
+                inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high,
+                ds_fill=ds_fill)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
     if dual_clip is not None:
         sweep["dual_clip"] = _dual_clip(dual_clip)

@@ -30,6 +30,7 @@ OPTIMIZERS = ("sgd", "adam", "adamw")
 RULES = ("logprob", "linear")
 ADAM_STATES = ("global", "per-prompt")
 UNSOLVABLE = ("refuse", "drop")
+DS_FILLS = ("redraw", "next-prompt")
 #: refuse anything larger than this many logits per run (phi is (P + P_test) x K float64)
 MAX_PARAMS = 50_000_000
 
@@ -125,7 +126,17 @@ class PopulationConfig:
         ``"off"`` (default), ``"dapo"``, ``"verl"``, ``"openrlhf"`` with ``ds_range``; ``True`` /
         ``False`` mean ``"dapo"`` / ``"off"``): a group the filter drops is redrawn (same
         prompt) up to ``max_resamples`` times (>= 1); the redraws are reported in
-        ``resamples``. (The trainers fill the batch with other prompts instead.)
+        ``resamples``.
+    ds_fill : {"redraw", "next-prompt"}
+        How dynamic sampling replaces a dropped group. ``"redraw"`` (default): redraw the same
+        prompt's group, as above. ``"next-prompt"``: as a trainer does (DAPO keeps generating
+        until the batch holds B kept groups), the group of the next prompt of the epoch order
+        (never one already drawn in this step; a new epoch starts when the order is used up)
+        takes its place; at most ``min(max_resamples, P - B)`` groups are dropped per step, later
+        groups are kept whatever the filter says. ``groups`` / ``active_frac`` /
+        ``tail_miss_rate`` then count every drawn group (B plus the dropped ones per step) and
+        ``resamples`` the dropped ones; a dropped prompt is not trained in that step. Only with
+        ``dynamic_sampling`` on.
     optimizer, lr_shared, lr_prompt, weight_decay, beta1, beta2, adam_eps, adam_state
         One optimizer over all parameters (``adam_state = "global"``), or per-prompt Adam state.
     seeds, seed : int
@@ -166,6 +177,7 @@ class PopulationConfig:
     dynamic_sampling: str = "off"
     max_resamples: int = 16
     ds_range: tuple[float, float] | None = None
+    ds_fill: str = "redraw"
     optimizer: str = "adam"
     lr_shared: float = 0.01
     lr_prompt: float = 0.01
@@ -231,6 +243,10 @@ class PopulationConfig:
         s(self, "dynamic_sampling", ds)
         s(self, "ds_range", rng)
         s(self, "max_resamples", _int("max_resamples", self.max_resamples, 1, 1_000_000))
+        if self.ds_fill not in DS_FILLS:
+            fail("ds_fill", self.ds_fill, "one of " + ", ".join(DS_FILLS))
+        if self.ds_fill != "redraw" and ds == "off":
+            fail("ds_fill", self.ds_fill, "'redraw' unless dynamic_sampling is on")
         if self.optimizer not in OPTIMIZERS:
             fail("optimizer", self.optimizer, "one of " + ", ".join(OPTIMIZERS))
         s(self, "lr_shared", _float("lr_shared", self.lr_shared, 0.0))

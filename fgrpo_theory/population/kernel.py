@@ -17,7 +17,9 @@ the current parameters and weights the sampled actions by the algorithm's weight
 ``p / p_old`` (PPO / DAPO clip, dual clip, CISPO; 1 at the first step), with per-X advantage
 tables (focal weight included, P-13). The loss is the mean over the ``B x N`` rollouts, so each
 prompt's logit gradient is ``(c - p C) / (B N)`` with ``c_k = n_k A_k s_k`` (theory.md sections
-5 and 6); ``phi_p`` receives it, ``theta`` receives the sum over the batch.
+5 and 6); ``phi_p`` receives it, ``theta`` receives the sum over the batch. Dynamic sampling
+redraws a dropped group of the same prompt (the simulator's rule) or, with ``fill``, replaces it
+by the next prompt's group in the epoch order, as a trainer fills its batch.
 """
 
 from __future__ import annotations
@@ -207,6 +209,20 @@ def _shuffle(perm, state):
         perm[j] = t
 
 
+@jit_exact
+def _next_prompt(perm, pos, ostate, inbatch, drawn):
+    """The next prompt of the epoch order not drawn in this step, and the new position: a new
+    epoch (reshuffle) starts when the order is used up (``ds_fill = "next-prompt"``)."""
+    while True:
+        if pos == perm.shape[0]:
+            _shuffle(perm, ostate)
+            pos = 0
+        p = perm[pos]
+        pos += 1
+        if not inbatch[p] and not drawn[p]:
+            return p, pos
+
+
 @jit_fast
 def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched, cvec, ibuf, sc,
                     adv_c, adv_w, alg, counts, pold):  # fmt: skip
@@ -251,8 +267,8 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
 
 @jit_fast
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-            key, alg, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt, sparse, out_p,
-            out_c):  # fmt: skip
+            key, alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt, sparse,
+            out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     ``alg`` is the simulator's :class:`fgrpo_theory.sim.records.Algorithm` record (group size,
@@ -263,6 +279,13 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     counter ``t`` that advances per inner update (prompts outside the batch still move through
     their momentum, as in a trainer), or with ``adam_per_prompt`` a state and step counter per
     prompt that advance only for the inner updates of batches holding the prompt.
+
+    ``fill`` (``ds_fill = "next-prompt"``; ``alg.dyn`` is then False): a group the filter
+    drops (``alg.keep[X] == 0``) is replaced by the group of the next prompt of the epoch order
+    (never one already drawn in this step), as a trainer fills its batch; at most
+    ``min(alg.max_res, n_train - B)`` groups are dropped per step, later groups are kept. Every
+    drawn group is counted (groups, active, tail misses) for its prompt and a dropped one in
+    its prompt's ``C_RESAMPLES``; dropped prompts are idle in the step.
 
     ``sparse`` (same results bit for bit): with the global Adam state and no weight decay, a
     prompt's idle optimizer steps are replayed lazily (:func:`_adam_catchup`, steps counted in
@@ -309,6 +332,11 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     mth = np.zeros(K if use_adam else 1)
     vth = np.zeros(K if use_adam else 1)
     inbatch = np.zeros(n_train, np.bool_)
+    bp = np.empty(B, np.int64)  # the batch's prompts
+    keep = alg.keep
+    cap = min(alg.max_res, n_train - B)  # groups a step may drop when filling (ds_fill)
+    drawn = np.zeros(n_train if fill else 1, np.bool_)  # dropped in this step
+    dlist = np.empty(cap if fill else 1, np.int64)
     lazy = sparse and use_adam and train_phi and not adam_per_prompt and wd == 0.0
     na = n_train if lazy else 1
     act = np.empty((na, K if lazy else 1), np.int64)  # elements of phi_p with Adam state
@@ -335,15 +363,19 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
         if pos + B > n_train:
             _shuffle(perm, ostate)
             pos = 0
+        ndrop = 0
         for u in range(inner):
             t += 1
             if train_theta:
                 for i in range(K):
                     gth[i] = 0.0
-            for b in range(B):
-                p = perm[pos + b]
+            b = 0
+            while b < B:
                 if u == 0:  # draw the group under the current policy (ratio 1)
-                    inbatch[p] = True
+                    if fill:
+                        p, pos = _next_prompt(perm, pos, ostate, inbatch, drawn)
+                    else:
+                        p = perm[pos + b]
                     if lazy and last[p] < t - 1:
                         _adam_catchup(phi[p], mm[p], vv[p], act[p], nact[p], last[p], t - 1,
                                       lr_prompt, wd, decoupled, b1, b2, eps)  # fmt: skip
@@ -353,6 +385,19 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                         zb, e, cum, correct[p], rare[p], has_rare[p], state, cnt, touched, cvec,
                         ibuf, sc, adv_c, adv_w, alg, counts[p], pb[0],
                     )  # fmt: skip
+                    if fill and keep[X] == 0 and ndrop < cap:  # dropped: draw another prompt
+                        drawn[p] = True
+                        dlist[ndrop] = p
+                        if lazy:
+                            last[p] = t - 1  # caught up above; idle from this step on
+                        ndrop += 1
+                        counts[p, C_RESAMPLES] += 1
+                        for j in range(nd):
+                            cvec[touched[j]] = 0.0
+                            cnt[touched[j]] = 0
+                        continue
+                    inbatch[p] = True
+                    bp[b] = p
                     tch = touched
                     if inner > 1:
                         ndb[b] = nd
@@ -363,6 +408,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                             cb[b, j] = cnt[k]
                             pb[b, j] = e[k] * inv_s
                 else:  # the same group, ratios against p_old
+                    p = bp[b]
                     tch = tb[b]
                     nd = ndb[b]
                     for i in range(K):
@@ -412,6 +458,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                     k = tch[j]
                     cvec[k] = 0.0
                     cnt[k] = 0
+                b += 1
             if train_phi and use_adam and not adam_per_prompt and not lazy:
                 for q in range(n_train):
                     if not inbatch[q]:
@@ -422,8 +469,11 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                 else:
                     _adam_grad(theta, gth, lr_shared, wd, decoupled, b1, b2, eps, t, mth, vth)
         for b in range(B):
-            inbatch[perm[pos + b]] = False
-        pos += B
+            inbatch[bp[b]] = False
+        for j in range(ndrop):
+            drawn[dlist[j]] = False
+        if not fill:
+            pos += B
         if li < n_log and step == log_steps[li]:
             if lazy:  # bring every prompt's logits up to this step
                 for q in range(n_train):
@@ -441,12 +491,12 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
 
 @jit_parallel
 def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-              keys, alg, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt, sparse,
-              out_p, out_c):  # fmt: skip
+              keys, alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
+              sparse, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-                keys[r], alg, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
+                keys[r], alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
                 sparse, out_p[r], out_c[r])  # fmt: skip
 
 

@@ -34,7 +34,8 @@ __all__ = [
 
 CONFIG_COLUMNS = (
     "name", "P", "P_test", "K", "B", "N", "steps", "algo", "inner_updates", "rule", "advantage",
-    "gamma", "optimizer", "lr_shared", "lr_prompt", "adam_state", "dynamic_sampling", "seed",
+    "gamma", "optimizer", "lr_shared", "lr_prompt", "adam_state", "dynamic_sampling", "ds_fill",
+    "seed",
 )  # fmt: skip
 
 
@@ -150,7 +151,10 @@ def simulate_population(
     out_p = np.zeros((R, n_log, P_all, kn.N_PMET))
     out_c = np.zeros((R, n_log, n_train, kn.N_CNT), dtype=np.int64)
     has_rare = pop.rare.any(axis=1)
-    alg = algorithm_record(cfg, zero_sum)
+    fill = cfg.ds_fill == "next-prompt" and cfg.dynamic_sampling != "off"
+    if fill and n_train <= cfg.B:
+        fail("ds_fill", cfg.ds_fill, f"'redraw' when B = the {n_train} train prompts (none left)")
+    alg = algorithm_record(cfg, zero_sum, dynamic=not fill)
     opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
     old = numba.get_num_threads()
     if threads is not None and (
@@ -165,7 +169,7 @@ def simulate_population(
             hi = min(R, lo + batch)
             kn.pop_batch(
                 pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
-                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, opt, cfg.lr_shared,
+                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, fill, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
                 cfg.adam_state == "per-prompt", _SPARSE, out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
