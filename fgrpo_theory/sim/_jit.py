@@ -24,11 +24,16 @@ FM = {"nsz", "arcp", "contract", "afn"}
 # separate functions so that they keep FM_EW and vectorize.
 FM_EW = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
+# Every flavour sets ``fastmath`` explicitly: Numba compiles a callee whose fastmath is unset
+# with its CALLER's flags (targetconfig's inherit_if_not_set), and its on-disk cache does not key
+# on flags, so an "exact" function called from a fast-math kernel was compiled with FM (FMA
+# contraction) or without, depending on whether it had first been compiled standalone; measured:
+# population runs with idle-prompt Adam steps changed in the last bits with the order.
 _COMMON = {"cache": True, "error_model": "numpy"}
-#: exact IEEE arithmetic (random streams, sum-tree construction)
-jit_exact = njit(**_COMMON)
-#: exact IEEE arithmetic, inlined into the caller (which then applies its own flags)
-jit_exact_inline = njit(inline="always", **_COMMON)
+#: exact IEEE arithmetic (random streams, sum-tree construction, idle Adam steps)
+jit_exact = njit(fastmath=False, **_COMMON)
+#: exact IEEE arithmetic, inlined into the caller at Numba IR level (the caller's flags apply)
+jit_exact_inline = njit(fastmath=False, inline="always", **_COMMON)
 #: a compiled function with the safe fast-math flags (per-run kernels, metrics)
 jit_fast = njit(fastmath=FM, **_COMMON)
 #: a small per-step helper inlined into the caller
@@ -36,4 +41,4 @@ jit_fast_inline = njit(fastmath=FM, inline="always", **_COMMON)
 #: an element-wise loop that may reassociate (its only reduction, if any, is order-free)
 jit_elementwise = njit(fastmath=FM_EW, **_COMMON)
 #: the parallel loops over runs (prange)
-jit_parallel = njit(parallel=True, **_COMMON)
+jit_parallel = njit(parallel=True, fastmath=False, **_COMMON)
