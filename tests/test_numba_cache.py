@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROBE = (
     "import fgrpo_theory.sim.kernels as k, fgrpo_theory.population.kernel as p\n"
     "print(k._max._cache._cache_path)\n"
-    "print(p._sgd._cache._cache_path)\n"
+    "print(p.pop_run._cache._cache_path)\n"
 )
 
 

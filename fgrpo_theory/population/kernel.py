@@ -40,6 +40,8 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     RULE_LINEAR,
     RULE_LOGPROB,
     _adam,
+    _adam_move,
+    _adam_scalars,
     _clear_counts,
     _coefficients,
     _exp_shift,
@@ -82,22 +84,11 @@ def _adam_idle(z, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
     LLVM may fuse ``sqrt(v) * isb + eps`` into an FMA in the vectorized loop body but not in the
     scalar remainder, so an element's rounding would depend on its position in the loop.
     """
-    bc1 = 1.0 - b1**t
-    bc2 = 1.0 - b2**t
-    step = lr / bc1
-    isb = 1.0 / np.sqrt(bc2)
-    decay = 1.0 - lr * wd if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
-    a1 = 1.0 - b1
-    a2 = 1.0 - b2
+    sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
+    l2 = sc[8]
     for i in range(z.shape[0]):
         zi = z[i]
-        g = l2 * zi
-        m = b1 * mm[i] + a1 * g
-        v = b2 * vv[i] + a2 * g * g
-        mm[i] = m
-        vv[i] = v
-        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+        _adam_move(z, mm, vv, i, zi, l2 * zi, sc)
 
 
 @jit_exact
@@ -111,45 +102,23 @@ def _adam_catchup(z, mm, vv, idx, n, t0, t1, lr, wd, decoupled, b1, b2, eps):
     let LLVM fold them differently), so the result equals the eager per-step updates bit for bit
     (``tests/test_population.py`` checks it); steps are the outer loop.
     """
-    decay = 1.0 - lr * wd if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
-    a1 = 1.0 - b1
-    a2 = 1.0 - b2
     for t in range(t0 + 1, t1 + 1):
-        bc1 = 1.0 - b1**t
-        bc2 = 1.0 - b2**t
-        step = lr / bc1
-        isb = 1.0 / np.sqrt(bc2)
+        sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
+        l2 = sc[8]
         for j in range(n):
             i = idx[j]
             zi = z[i]
-            g = l2 * zi
-            m = b1 * mm[i] + a1 * g
-            v = b2 * vv[i] + a2 * g * g
-            mm[i] = m
-            vv[i] = v
-            z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+            _adam_move(z, mm, vv, i, zi, l2 * zi, sc)
 
 
 @jit_elementwise
 def _adam_grad(z, gasc, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
     """Adam step of ``z`` given the ascent direction ``gasc`` (the shared logits theta)."""
-    bc1 = 1.0 - b1**t
-    bc2 = 1.0 - b2**t
-    step = lr / bc1
-    isb = 1.0 / np.sqrt(bc2)
-    decay = 1.0 - lr * wd if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
-    a1 = 1.0 - b1
-    a2 = 1.0 - b2
+    sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
+    l2 = sc[8]
     for i in range(z.shape[0]):
         zi = z[i]
-        g = -gasc[i] + l2 * zi
-        m = b1 * mm[i] + a1 * g
-        v = b2 * vv[i] + a2 * g * g
-        mm[i] = m
-        vv[i] = v
-        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+        _adam_move(z, mm, vv, i, zi, -gasc[i] + l2 * zi, sc)
 
 
 @jit_elementwise

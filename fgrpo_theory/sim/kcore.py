@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit_elementwise, jit_fast_inline
+from ._jit import jit_elementwise, jit_exact_inline, jit_fast_inline
 from .rng import next_exp, next_uniform
 
 RULE_LINEAR, RULE_LOGPROB = 0, 1
@@ -354,3 +354,30 @@ def _local_rng(state_io):
     state[0] = state_io[0]
     state[1] = state_io[1]
     return state
+
+
+@jit_exact_inline
+def _adam_scalars(lr, wd, decoupled, b1, b2, eps, t):
+    """The scalars of Adam (``decoupled`` False, L2 weight decay) or AdamW step ``t``, in the
+    order :func:`_adam_move` reads them: ``(b1, b2, 1 - b1, 1 - b2, eps, lr / (1 - b1^t),
+    1 / sqrt(1 - b2^t), decay, l2)``. Inlined, so they are computed where the caller's loop
+    starts, under the caller's fastmath flags."""
+    bc1 = 1.0 - b1**t
+    bc2 = 1.0 - b2**t
+    step = lr / bc1
+    isb = 1.0 / np.sqrt(bc2)
+    decay = 1.0 - lr * wd if decoupled else 1.0
+    l2 = 0.0 if decoupled else wd
+    return b1, b2, 1.0 - b1, 1.0 - b2, eps, step, isb, decay, l2
+
+
+@jit_exact_inline
+def _adam_move(z, mm, vv, i, zi, g, sc):
+    """One element of an Adam / AdamW step: moments of the loss gradient ``g`` at ``z[i] = zi``
+    and the move, with the scalars ``sc`` of :func:`_adam_scalars`."""
+    b1, b2, a1, a2, eps, step, isb, decay, _ = sc
+    m = b1 * mm[i] + a1 * g
+    v = b2 * vv[i] + a2 * g * g
+    mm[i] = m
+    vv[i] = v
+    z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
