@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validate import check_scalar, fail
+from .._validate import check_rewards, check_scalar, fail
 from ..advantages import PRESETS, AdvantageConvention, get_convention
-from ._checks import check_rewards
 from ._engine import dense_atoms, evaluate, statistics, step
 from .groups import Group
 from .softmax import (
