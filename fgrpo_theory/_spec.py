@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from ._validate import MAX_EXACT_INT, fail
+
+T = TypeVar("T")
 
 __all__ = [
     "MAX_ACTIONS",
@@ -63,6 +67,28 @@ def _items(
     if any(not t for t in items):
         fail(name, spec, f"a comma-separated list of non-empty items: {what}")
     return items
+
+
+def _counted(
+    items: list[str],
+    parse: Callable[[str], tuple[T, int]],
+    limit: int,
+    name: str,
+    too_many: str,
+) -> tuple[list[T], list[int]]:
+    """The ``(thing, count)`` of each ``THINGxCOUNT`` item (``parse`` checks one item), refusing
+    the first item that takes the running total of counts over ``limit``."""
+    things: list[T] = []
+    counts: list[int] = []
+    total = 0
+    for item in items:
+        thing, count = parse(item)
+        total += count
+        if total > limit:
+            fail(name, item, too_many)
+        things.append(thing)
+        counts.append(count)
+    return things, counts
 
 
 def _int(token: str, name: str, item: str, what: str) -> int:
@@ -130,10 +156,8 @@ def logit_items(
         fail(name, spec, "a string: " + _LOGIT_GRAMMAR)
     if is_logit_file(spec):
         fail(name, spec, "a literal spec here (VALUE or VALUExCOUNT items), not a file")
-    values: list[float] = []
-    counts: list[int] = []
-    total = 0
-    for item in _items(spec, name, _LOGIT_GRAMMAR, "non-empty: " + _LOGIT_GRAMMAR):
+
+    def value_and_count(item: str) -> tuple[float, int]:
         head, sep, tail = item.lower().rpartition("x")
         value_text, count_text = (head, tail) if sep else (tail, "1")
         try:
@@ -145,12 +169,11 @@ def logit_items(
         count = _int(count_text, name, item, "VALUExCOUNT with an integer COUNT >= 1")
         if count < 1:
             fail(name, item, "VALUExCOUNT with an integer COUNT >= 1")
-        total += count
-        if total > max_actions:
-            fail(name, item, f"a spec of at most {max_actions} actions in total")
-        values.append(value)
-        counts.append(count)
-    return values, counts
+        return value, count
+
+    items = _items(spec, name, _LOGIT_GRAMMAR, "non-empty: " + _LOGIT_GRAMMAR)
+    too_many = f"a spec of at most {max_actions} actions in total"
+    return _counted(items, value_and_count, max_actions, name, too_many)
 
 
 def _check_logit_array(arr: np.ndarray, name: str, path: Path) -> np.ndarray:
@@ -424,11 +447,9 @@ def parse_group(
     >>> a.tolist(), c.tolist()
     ([0, 17], [3, 1])
     """
-    actions: list[int] = []
-    counts: list[int] = []
-    total = 0
     what = "ACTION or ACTIONxCOUNT with integers ACTION >= 0, COUNT >= 1"
-    for item in _items(spec, name, _GROUP_GRAMMAR):
+
+    def action_and_count(item: str) -> tuple[int, int]:
         head, sep, tail = item.lower().partition("x")
         action = _int(head, name, item, what)
         count = _int(tail, name, item, what) if sep else 1
@@ -436,9 +457,9 @@ def parse_group(
             fail(name, item, f"an item whose action is in [0, {n_actions - 1}]")
         if count < 1:
             fail(name, item, "ACTIONxCOUNT with COUNT >= 1")
-        total += count
-        if total > max_size:
-            fail(name, item, f"a group of at most {max_size} rollouts")
-        actions.append(action)
-        counts.append(count)
+        return action, count
+
+    items = _items(spec, name, _GROUP_GRAMMAR)
+    too_many = f"a group of at most {max_size} rollouts"
+    actions, counts = _counted(items, action_and_count, max_size, name, too_many)
     return np.asarray(actions, dtype=np.int64), np.asarray(counts, dtype=np.int64)
