@@ -97,6 +97,18 @@ def _int(token: str, name: str, item: str, what: str) -> int:
     return int(token)
 
 
+def _float(token: str, name: str, item: str, what: str, infinite: str = "a finite number") -> float:
+    """``float(token)``, or fail naming ``item``: ``what`` if it is no number, ``infinite`` if it
+    is not finite."""
+    try:
+        value = float(token)
+    except ValueError:
+        fail(name, item, what)
+    if not math.isfinite(value):
+        fail(name, item, infinite)
+    return value
+
+
 # --- logits ---------------------------------------------------------------------------------------
 
 _LOGIT_GRAMMAR = "VALUE or VALUExCOUNT items (e.g. 5.0x1,3.0x9999) or a .npy/.csv file"
@@ -160,12 +172,8 @@ def logit_items(
     def value_and_count(item: str) -> tuple[float, int]:
         head, sep, tail = item.lower().rpartition("x")
         value_text, count_text = (head, tail) if sep else (tail, "1")
-        try:
-            value = float(value_text)
-        except ValueError:
-            fail(name, item, "VALUE or VALUExCOUNT with a number VALUE")
-        if not math.isfinite(value):
-            fail(name, item, "an item with a finite logit")
+        what = "VALUE or VALUExCOUNT with a number VALUE"
+        value = _float(value_text, name, item, what, "an item with a finite logit")
         count = _int(count_text, name, item, "VALUExCOUNT with an integer COUNT >= 1")
         if count < 1:
             fail(name, item, "VALUExCOUNT with an integer COUNT >= 1")
@@ -401,16 +409,7 @@ def parse_float_list(spec: str, *, name: str, max_length: int = MAX_LIST_LENGTH)
     items = _items(spec, name, "finite numbers, e.g. 0.2,0.5,0.8")
     if len(items) > max_length:
         fail(name, f"{len(items)} values", f"a list of at most {max_length} values")
-    out = []
-    for item in items:
-        try:
-            v = float(item)
-        except ValueError:
-            fail(name, item, "a number")
-        if not math.isfinite(v):
-            fail(name, item, "a finite number")
-        out.append(v)
-    return out
+    return [_float(item, name, item, "a number") for item in items]
 
 
 def parse_pair(spec: str, *, name: str) -> tuple[float, float]:
