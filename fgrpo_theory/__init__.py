@@ -1,15 +1,23 @@
 """fgrpo-theory: the theory of F-GRPO (arXiv 2602.06717) as closed forms, a simulator and figures.
 
-Use it as ``import fgrpo_theory as ft``; every name below is reachable as ``ft.<name>``. Names
-are imported on first use (PEP 562), so ``import fgrpo_theory`` is cheap: it loads neither Numba
-nor matplotlib nor the simulator, and ``ft.tail_miss_probability`` loads only its own module.
+Use it as ``import fgrpo_theory as ft``; every name in the catalogue below is reachable as
+``ft.<name>``. Names are imported on first use (PEP 562), so ``import fgrpo_theory`` is cheap: it
+loads neither Numba nor matplotlib nor the simulator, and ``ft.tail_miss_probability`` loads only
+its own module.
 Closed forms broadcast like ``scipy.stats``: Python floats for scalar inputs, NumPy arrays
 otherwise, and a pandas Series keeps its index. Equation labels "(P-n)" are equation n of
 arXiv 2602.06717 v2; ``docs/theory.md`` restates the science and ``docs/equations.md`` maps each
 equation to the one function that computes it.
+"""
 
-Closed forms: tail miss
------------------------
+__version__ = "0.1.0"
+
+# The catalogue is the one list of the top-level names: each heading names, first in its
+# parentheses, the module that defines its entries, and each entry is "   name   -- summary".
+# It is a string of its own (appended to __doc__) so that ``python -OO`` keeps it.
+_CATALOGUE = """
+Closed forms: tail miss (fgrpo_theory.tail_miss)
+------------------------------------------------
    active_probability                    -- Pr(A_N) that a group of N is active (P-7)
    hit_probability                       -- Pr(at least one rollout in a subset of mass tau)
    tail_miss_probability                 -- Pr(B), active yet missing a rare mode (Lemma 3.1)
@@ -17,13 +25,13 @@ Closed forms: tail miss
    expected_missed_modes                 -- expected number of rare modes an active group misses
    all_modes_missed_probability          -- Pr(an active group misses every rare mode)
 
-Closed forms: peak over the group size
---------------------------------------
+Closed forms: peak over the group size (fgrpo_theory.tail_miss)
+---------------------------------------------------------------
    peak_group_size                       -- integer and continuous argmax N* of Pr(B)
    PeakResult                            -- (n_star, n_star_continuous, p_peak)
 
-Closed forms: advantages and focal weights
-------------------------------------------
+Closed forms: advantages and focal weights (fgrpo_theory.advantages)
+--------------------------------------------------------------------
    AdvantageConvention                   -- how a group of rewards becomes advantages
    get_convention                        -- a preset convention (grpo, trl, verl, ...) by name
    group_advantages                      -- advantages of every rollout of groups (P-3)
@@ -34,20 +42,20 @@ Closed forms: advantages and focal weights
    lr_multiplier                         -- m_gamma of appendix N
    effective_lr_multiplier               -- focal step-size factor on a population (section 13)
 
-Closed forms: pass@k
---------------------
+Closed forms: pass@k (fgrpo_theory.passk)
+-----------------------------------------
    pass_at_k                             -- unbiased estimator 1 - C(n-c, k) / C(n, k)
    pass_at_k_exact                       -- 1 - (1 - mu)^k of a categorical policy
 
-Tidy tables (DataFrames with the CLI's columns)
------------------------------------------------
+Tidy tables (fgrpo_theory.tables; DataFrames with the CLI's columns)
+--------------------------------------------------------------------
    tail_miss_table                       -- p_active, p_tail_miss, p_hit over N x mu x rho
    peak_table                            -- n_star, n_star_continuous, p_peak over mu x rho
    focal_table                           -- focal weights and weighted advantages over mu x gamma
    passk_table                           -- pass@k over n, c, k or mu, k
 
-Policies
---------
+Policies (fgrpo_theory.policy)
+------------------------------
    policy_from_specs                     -- logits and correct mask from two specs
    paper_policy                          -- the simulation start of appendix J
    probabilities                         -- softmax(logits)
@@ -57,8 +65,8 @@ Policies
    load_correct_mask                     -- correct mask (booleans or 0/1) from a .npy or .csv file
    load_policy                           -- logits and correct mask together
 
-Mass redistribution (one update of a softmax policy)
-----------------------------------------------------
+Mass redistribution (fgrpo_theory.mass; one update of a softmax policy)
+-----------------------------------------------------------------------
    Group                                 -- a sampled group, sparse
    make_group                            -- a Group from actions and counts
    sample_group                          -- draw a Group from softmax(logits)
@@ -84,41 +92,50 @@ Mass redistribution (one update of a softmax policy)
    ExpectationResult                     -- expectations over the group draw
    expected_change                       -- expected one-step change by enumeration or MC
 
-Simulator (Numba; compiled on the first simulation)
----------------------------------------------------
+Simulator (fgrpo_theory.sim; Numba, compiled on the first simulation)
+---------------------------------------------------------------------
    SimConfig                             -- one simulated experiment, validated
    simulate                              -- run every prompt x seed of a SimConfig
    load_config                           -- read a TOML config file
+
+Shipped configurations (fgrpo_theory.sim.presets)
+-------------------------------------------------
    preset_names                          -- names of the shipped paper configurations
    load_preset                           -- a shipped configuration by name
 
-Sweeps
-------
+Sweeps (fgrpo_theory.sim)
+-------------------------
    expand_grid                           -- list-valued fields to a grid of SimConfigs
    load_sweep                            -- a TOML sweep file as a list of SimConfigs
    run_sweep                             -- run a sweep with resumable per-config results
+
+Distributed sweeps (fgrpo_theory.distributed)
+---------------------------------------------
    run_sweep_distributed                 -- the same on a Dask cluster (extra "dask")
 
-Self-check
-----------
+Self-check (fgrpo_theory.validation)
+------------------------------------
    run_validation                        -- every closed form against its oracle
 
-Fair focal comparisons (docs/theory.md section 11)
---------------------------------------------------
+Fair focal comparisons (fgrpo_theory.fair; docs/theory.md section 11)
+---------------------------------------------------------------------
    run_comparison                        -- focal run beside matched vanilla controls
    paired_differences                    -- focal - control at equal progress, paired by seed
    paired_bootstrap_interval             -- paired percentile-bootstrap interval of a difference
 
-Prompt populations (docs/theory.md section 13)
-----------------------------------------------
+Prompt populations (fgrpo_theory.population; docs/theory.md section 13)
+-----------------------------------------------------------------------
    PopulationConfig                      -- P prompts over K shared strategies, theta + phi_p
    generate_population                   -- the population of a config, from its seed
    simulate_population                   -- train on batches of prompts; train/test metrics
 
-Your own runs (docs/theory.md sections 12-14; the full report is ``ft.diagnose.diagnose``)
-------------------------------------------------------------------------------------------
+Your own runs (fgrpo_theory.diagnose; theory sections 12-14; report: ``ft.diagnose.diagnose``)
+----------------------------------------------------------------------------------------------
    read_log                              -- read a training log (CSV, Parquet, JSON Lines)
    fit_beta_binomial                     -- beta-binomial fit of per-prompt success rates
+
+Significance (fgrpo_theory.significance)
+----------------------------------------
    compare_passk                         -- paired m-out-of-n test of a pass@k difference
 
 Submodules
@@ -128,100 +145,25 @@ Submodules
 (matplotlib; import it explicitly).
 """
 
-__version__ = "0.1.0"
+__doc__ = f"{__doc__ or ''}{_CATALOGUE}"
+
+
+def _names_by_module(catalogue: str) -> dict[str, str]:
+    """Public name -> the module that defines it, read from the catalogue's headings and entries."""
+    import re
+
+    table: dict[str, str] = {}
+    module = ""
+    for line in catalogue.splitlines():
+        if heading := re.match(r"\S.*\((fgrpo_theory[\w.]*)[;)]", line):
+            module = heading[1]
+        elif entry := re.match(r" {3}(\w+) +-- ", line):
+            table[entry[1]] = module
+    return table
+
 
 #: Public name -> the module that defines it (imported on first access).
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "active_probability",
-            "hit_probability",
-            "tail_miss_probability",
-            "tail_miss_probability_given_active",
-            "expected_missed_modes",
-            "all_modes_missed_probability",
-            "peak_group_size",
-            "PeakResult",
-        ],
-        "fgrpo_theory.tail_miss",
-    ),
-    **dict.fromkeys(
-        [
-            "AdvantageConvention",
-            "get_convention",
-            "group_advantages",
-            "binary_advantages",
-            "focal_weight",
-            "focal_advantages",
-            "weighted_magnitudes",
-            "lr_multiplier",
-            "effective_lr_multiplier",
-        ],
-        "fgrpo_theory.advantages",
-    ),
-    **dict.fromkeys(["pass_at_k", "pass_at_k_exact"], "fgrpo_theory.passk"),
-    **dict.fromkeys(
-        ["tail_miss_table", "peak_table", "focal_table", "passk_table"], "fgrpo_theory.tables"
-    ),
-    **dict.fromkeys(
-        [
-            "policy_from_specs",
-            "paper_policy",
-            "probabilities",
-            "log_probabilities",
-            "success_probability",
-            "load_logits",
-            "load_correct_mask",
-            "load_policy",
-        ],
-        "fgrpo_theory.policy",
-    ),
-    **dict.fromkeys(
-        [
-            "Group",
-            "make_group",
-            "sample_group",
-            "GroupStatistics",
-            "group_statistics",
-            "P17Terms",
-            "P10Terms",
-            "total_correct_change_p17",
-            "unsampled_correct_change_p10",
-            "logit_step",
-            "prob_change_first_order",
-            "subset_change_first_order",
-            "exact_prob_change",
-            "exact_subset_change",
-            "OneStepResult",
-            "one_step",
-            "expected_unsampled_square_mass",
-            "expected_sampled_mass_given_correct",
-            "expected_baseline_given_correct",
-            "LogprobDrift",
-            "expected_logprob_drift",
-            "count_outcomes",
-            "ExpectationResult",
-            "expected_change",
-        ],
-        "fgrpo_theory.mass",
-    ),
-    **dict.fromkeys(
-        ["SimConfig", "simulate", "load_config", "expand_grid", "load_sweep", "run_sweep"],
-        "fgrpo_theory.sim",
-    ),
-    **dict.fromkeys(["preset_names", "load_preset"], "fgrpo_theory.sim.presets"),
-    **dict.fromkeys(
-        ["run_comparison", "paired_differences", "paired_bootstrap_interval"], "fgrpo_theory.fair"
-    ),
-    **dict.fromkeys(
-        ["PopulationConfig", "generate_population", "simulate_population"],
-        "fgrpo_theory.population",
-    ),
-    **dict.fromkeys(["read_log", "fit_beta_binomial"], "fgrpo_theory.diagnose"),
-    "compare_passk": "fgrpo_theory.significance",
-    "run_sweep_distributed": "fgrpo_theory.distributed",
-    "run_validation": "fgrpo_theory.validation",
-}
+_LAZY: dict[str, str] = _names_by_module(_CATALOGUE)
 
 #: Submodules reachable as attributes (``ft.mass``, ``ft.sim``, ...), also imported on first use.
 _SUBMODULES = (

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from ._validate import MAX_EXACT_INT, fail
+
+T = TypeVar("T")
 
 __all__ = [
     "MAX_ACTIONS",
@@ -65,10 +69,44 @@ def _items(
     return items
 
 
+def _counted(
+    items: list[str],
+    parse: Callable[[str], tuple[T, int]],
+    limit: int,
+    name: str,
+    too_many: str,
+) -> tuple[list[T], list[int]]:
+    """The ``(thing, count)`` of each ``THINGxCOUNT`` item (``parse`` checks one item), refusing
+    the first item that takes the running total of counts over ``limit``."""
+    things: list[T] = []
+    counts: list[int] = []
+    total = 0
+    for item in items:
+        thing, count = parse(item)
+        total += count
+        if total > limit:
+            fail(name, item, too_many)
+        things.append(thing)
+        counts.append(count)
+    return things, counts
+
+
 def _int(token: str, name: str, item: str, what: str) -> int:
     if not _INT_RE.fullmatch(token.strip()):
         fail(name, item, what)
     return int(token)
+
+
+def _float(token: str, name: str, item: str, what: str, infinite: str = "a finite number") -> float:
+    """``float(token)``, or fail naming ``item``: ``what`` if it is no number, ``infinite`` if it
+    is not finite."""
+    try:
+        value = float(token)
+    except ValueError:
+        fail(name, item, what)
+    if not math.isfinite(value):
+        fail(name, item, infinite)
+    return value
 
 
 # --- logits ---------------------------------------------------------------------------------------
@@ -130,27 +168,20 @@ def logit_items(
         fail(name, spec, "a string: " + _LOGIT_GRAMMAR)
     if is_logit_file(spec):
         fail(name, spec, "a literal spec here (VALUE or VALUExCOUNT items), not a file")
-    values: list[float] = []
-    counts: list[int] = []
-    total = 0
-    for item in _items(spec, name, _LOGIT_GRAMMAR, "non-empty: " + _LOGIT_GRAMMAR):
+
+    def value_and_count(item: str) -> tuple[float, int]:
         head, sep, tail = item.lower().rpartition("x")
         value_text, count_text = (head, tail) if sep else (tail, "1")
-        try:
-            value = float(value_text)
-        except ValueError:
-            fail(name, item, "VALUE or VALUExCOUNT with a number VALUE")
-        if not math.isfinite(value):
-            fail(name, item, "an item with a finite logit")
+        what = "VALUE or VALUExCOUNT with a number VALUE"
+        value = _float(value_text, name, item, what, "an item with a finite logit")
         count = _int(count_text, name, item, "VALUExCOUNT with an integer COUNT >= 1")
         if count < 1:
             fail(name, item, "VALUExCOUNT with an integer COUNT >= 1")
-        total += count
-        if total > max_actions:
-            fail(name, item, f"a spec of at most {max_actions} actions in total")
-        values.append(value)
-        counts.append(count)
-    return values, counts
+        return value, count
+
+    items = _items(spec, name, _LOGIT_GRAMMAR, "non-empty: " + _LOGIT_GRAMMAR)
+    too_many = f"a spec of at most {max_actions} actions in total"
+    return _counted(items, value_and_count, max_actions, name, too_many)
 
 
 def _check_logit_array(arr: np.ndarray, name: str, path: Path) -> np.ndarray:
@@ -378,16 +409,7 @@ def parse_float_list(spec: str, *, name: str, max_length: int = MAX_LIST_LENGTH)
     items = _items(spec, name, "finite numbers, e.g. 0.2,0.5,0.8")
     if len(items) > max_length:
         fail(name, f"{len(items)} values", f"a list of at most {max_length} values")
-    out = []
-    for item in items:
-        try:
-            v = float(item)
-        except ValueError:
-            fail(name, item, "a number")
-        if not math.isfinite(v):
-            fail(name, item, "a finite number")
-        out.append(v)
-    return out
+    return [_float(item, name, item, "a number") for item in items]
 
 
 def parse_pair(spec: str, *, name: str) -> tuple[float, float]:
@@ -424,11 +446,9 @@ def parse_group(
     >>> a.tolist(), c.tolist()
     ([0, 17], [3, 1])
     """
-    actions: list[int] = []
-    counts: list[int] = []
-    total = 0
     what = "ACTION or ACTIONxCOUNT with integers ACTION >= 0, COUNT >= 1"
-    for item in _items(spec, name, _GROUP_GRAMMAR):
+
+    def action_and_count(item: str) -> tuple[int, int]:
         head, sep, tail = item.lower().partition("x")
         action = _int(head, name, item, what)
         count = _int(tail, name, item, what) if sep else 1
@@ -436,9 +456,9 @@ def parse_group(
             fail(name, item, f"an item whose action is in [0, {n_actions - 1}]")
         if count < 1:
             fail(name, item, "ACTIONxCOUNT with COUNT >= 1")
-        total += count
-        if total > max_size:
-            fail(name, item, f"a group of at most {max_size} rollouts")
-        actions.append(action)
-        counts.append(count)
+        return action, count
+
+    items = _items(spec, name, _GROUP_GRAMMAR)
+    too_many = f"a group of at most {max_size} rollouts"
+    actions, counts = _counted(items, action_and_count, max_size, name, too_many)
     return np.asarray(actions, dtype=np.int64), np.asarray(counts, dtype=np.int64)

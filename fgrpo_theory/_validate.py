@@ -21,6 +21,7 @@ __all__ = [
     "check_array",
     "check_int_array",
     "check_scalar",
+    "check_rewards",
 ]
 
 
@@ -152,3 +153,14 @@ def check_scalar(
     if arr.ndim != 0:
         fail(name, x, "a single number")
     return float(arr)
+
+
+def check_rewards(r_correct: Any, r_incorrect: Any) -> tuple[float, float]:
+    """Rewards R_c > R_w, both finite, with a finite difference; returned as floats."""
+    rc = check_scalar("r_correct", r_correct)
+    rw = check_scalar("r_incorrect", r_incorrect)
+    if not rc > rw:
+        fail("r_correct", rc, f"> r_incorrect = {rw!r}")
+    if not np.isfinite(rc - rw):
+        fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
+    return rc, rw

@@ -45,7 +45,7 @@ import concurrent.futures as cf
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,9 +193,7 @@ class DaskExecutor(cf.Executor):
         dashboard: bool = False,
         name: str = "--scheduler",
     ) -> None:
-        spec = (
-            scheduler if isinstance(scheduler, SchedulerSpec) else parse_scheduler(scheduler, name)
-        )
+        spec = _as_spec(scheduler, name)
         if spec.kind == "local":
             fail(name, spec.text, "a Dask scheduler for DaskExecutor ('local' needs no executor)")
         if isinstance(threads_per_task, bool) or not isinstance(threads_per_task, int):
@@ -411,15 +409,11 @@ class DaskExecutor(cf.Executor):
 
 
 def open_executor(
-    scheduler: str | SchedulerSpec = "local",
-    *,
-    threads_per_task: int = 1,
-    retries: int = 3,
-    connect_timeout: float = 5.0,
-    dashboard: bool = False,
-    name: str = "--scheduler",
+    scheduler: str | SchedulerSpec = "local", *, name: str = "--scheduler", **options: Any
 ) -> DaskExecutor | None:
-    """Return ``None`` for ``"local"`` (the simulator's own threads), else a :class:`DaskExecutor`.
+    """Return ``None`` for ``"local"`` (the simulator's own threads), else a :class:`DaskExecutor`
+    built with ``options`` (its ``threads_per_task``, ``retries``, ``connect_timeout``,
+    ``dashboard``).
 
     The executor is not started: use it in a ``with`` block. Parsing errors, and a missing
     ``dask[distributed]`` for a non-local scheduler, raise :class:`ValueError` immediately.
@@ -428,47 +422,60 @@ def open_executor(
     if spec.kind == "local":
         return None
     require_distributed(spec, name)
-    return DaskExecutor(
-        spec,
-        threads_per_task=threads_per_task,
-        retries=retries,
-        connect_timeout=connect_timeout,
-        dashboard=dashboard,
-        name=name,
-    )
+    return DaskExecutor(spec, name=name, **options)
 
 
-@contextmanager
 def sweep_executor(
-    scheduler: str | SchedulerSpec = "local",
-    *,
-    threads_per_task: int = 1,
-    retries: int = 3,
-    connect_timeout: float = 5.0,
-    dashboard: bool = False,
-    name: str = "--scheduler",
-) -> Iterator[DaskExecutor | None]:
+    scheduler: str | SchedulerSpec = "local", **options: Any
+) -> AbstractContextManager[DaskExecutor | None]:
     """Context manager for :func:`fgrpo_theory.sim.run_sweep`'s ``executor`` argument.
 
     Yields ``None`` for ``"local"`` (run_sweep then uses the simulator's own threads), otherwise a
-    started :class:`DaskExecutor`, closed (with any LocalCluster it started) on exit. This is the
-    one line a sweep runner needs::
+    started :class:`DaskExecutor`, closed (with any LocalCluster it started) on exit; ``name`` and
+    ``options`` are :func:`open_executor`'s. This is the one line a sweep runner needs::
 
         with sweep_executor(scheduler) as ex:
             df = run_sweep(sweep, out_dir, executor=ex)
     """
-    ex = open_executor(
-        scheduler,
-        threads_per_task=threads_per_task,
+    ex = open_executor(scheduler, **options)
+    return nullcontext() if ex is None else ex
+
+
+@contextmanager
+def executor_for_configs(
+    spec: SchedulerSpec,
+    configs: list[Any],
+    out_dir: str | Path | None,
+    *,
+    resume: bool,
+    fmt: str,
+    key: Callable[[Any], str],
+    code: Callable[[], str],
+    threads_per_task: int | None,
+    retries: int,
+    connect_timeout: float,
+    progress: bool | None,
+) -> Iterator[DaskExecutor | None]:
+    """The :func:`sweep_executor` a sweep of ``configs`` runs on, with no cluster started when
+    resume would reuse every result file in ``out_dir`` (named by ``key``, written by the code
+    whose digest is ``code()``): a finished sweep is read back locally."""
+    from .sim.sweep import result_path, reusable_result
+
+    if spec.kind != "local":
+        require_distributed(spec)
+        if out_dir is not None and resume:
+            digest = code()
+            paths = [(result_path(out_dir, c, fmt, key), c) for c in configs]
+            if all(reusable_result(p, c, key=key, code=digest)[0] is not None for p, c in paths):
+                spec = parse_scheduler("local")  # nothing to run: no cluster to start
+    with sweep_executor(
+        spec,
+        threads_per_task=1 if threads_per_task is None else threads_per_task,
         retries=retries,
         connect_timeout=connect_timeout,
-        dashboard=dashboard,
-        name=name,
-    )
-    if ex is None:
-        yield None
-        return
-    with ex:
+    ) as ex:
+        if ex is not None:
+            ex.progress = bool(progress)
         yield ex
 
 
@@ -526,24 +533,24 @@ def run_sweep_distributed(
     >>> df = run_sweep_distributed(sweep, "results/", "local-cluster:2")  # doctest: +SKIP
     """
     from .sim import expand_grid, run_sweep
-    from .sim.sweep import result_path, reusable_result
+    from .sim.grid import config_hash
+    from .sim.sweep import simulator_digest
 
     spec = _as_spec(scheduler, "--scheduler")
     configs = expand_grid(sweep_or_configs)  # validate before starting any cluster
-    if spec.kind != "local":
-        require_distributed(spec)
-        if out_dir is not None and resume:
-            paths = [(result_path(out_dir, c, fmt), c) for c in configs]
-            if all(reusable_result(p, c)[0] is not None for p, c in paths):
-                spec = parse_scheduler("local")  # nothing to run: no cluster to start
-    with sweep_executor(
+    with executor_for_configs(
         spec,
-        threads_per_task=1 if threads_per_task is None else threads_per_task,
+        configs,
+        out_dir,
+        resume=resume,
+        fmt=fmt,
+        key=config_hash,
+        code=simulator_digest,
+        threads_per_task=threads_per_task,
         retries=retries,
         connect_timeout=connect_timeout,
+        progress=progress,
     ) as ex:
-        if ex is not None:
-            ex.progress = progress
         return run_sweep(
             configs,
             out_dir,

@@ -412,12 +412,9 @@ def all_modes_missed_probability(
 
     Parameters
     ----------
-    N : array_like
-        Group size, real ``>= 1``.
-    mu : array_like
-        Success probability, in ``(0, 1)``.
-    taus : array_like
-        Mode masses along the last axis, each ``> 0``, with ``sum_m tau_m < mu``.
+    N, mu, taus : array_like
+        As in :func:`expected_missed_modes`, but with ``sum_m tau_m < mu`` strictly (Lemma 3.1
+        needs correct mass outside the union of the modes).
 
     Returns
     -------

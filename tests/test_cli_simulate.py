@@ -83,7 +83,7 @@ def test_preset_with_overrides(cli):
         (["--N", "0"], "--N must be >= 1; got 0"),
         (["--steps", "0"], "steps must be >= 1; got 0"),
         (["--correct", "9"], "correct must be indices in [0, 5] (size 6); got '9'"),
-        (["--subset", "rare=0..99"], "subsets.rare must be indices in [0, 5]"),
+        (["--subset", "rare=0..99"], "--subset rare must be indices in [0, 5]"),
         (["--subset", "rare"], "--subset must be NAME=SPEC such as rare=1..9999; got 'rare'"),
         (["--rule", "exp"], "rule must be one of linear, logprob; got 'exp'"),
         (["--out", "/nonexistent-dir/x.parquet"], "--out must be a path in an existing folder"),

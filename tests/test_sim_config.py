@@ -175,7 +175,7 @@ def test_importing_sim_and_bad_config_do_not_touch_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["2", "False"]
     assert out.stderr.strip() == (
-        "Error: subsets.rare must be indices in [0, 5] (size 6); got '0..9'"
+        "Error: --subset rare must be indices in [0, 5] (size 6); got '0..9'"
     )
 
 

@@ -11,28 +11,13 @@ importable from ``fgrpo_theory.advantages``.
 
 from __future__ import annotations
 
-from .closed_form import (
-    MAX_ENUMERATION,
-    MAX_GAMMA,
-    binary_advantages,
-    effective_lr_multiplier,
-    lr_multiplier,
-    weighted_magnitudes,
-)
-from .conventions import PRESETS, AdvantageConvention, get_convention
-from .group import focal_advantages, focal_weight, group_advantages
+from . import closed_form, conventions, group
+from .closed_form import *  # noqa: F403
+from .conventions import *  # noqa: F403
+from .group import *  # noqa: F403
 
-__all__ = [
-    "AdvantageConvention",
-    "PRESETS",
-    "get_convention",
-    "group_advantages",
-    "binary_advantages",
-    "focal_weight",
-    "focal_advantages",
-    "weighted_magnitudes",
-    "lr_multiplier",
-    "effective_lr_multiplier",
-    "MAX_GAMMA",
-    "MAX_ENUMERATION",
-]
+# Every module's public names, each written once (in its module's ``__all__``).
+__all__: list[str] = []
+__all__ += conventions.__all__
+__all__ += group.__all__
+__all__ += closed_form.__all__

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import binom
 
-from .._validate import check_array, check_int_array, check_scalar, fail
+from .._validate import check_array, check_int_array, check_rewards, fail
 from .conventions import AdvantageConvention, get_convention
 from .group import _broadcast, _refuse_group_of_one, _zero_divisor, as_real_array, focal_weight
 
@@ -104,12 +104,7 @@ def binary_advantages(
         fail("advantage", conv.name, "group-scoped (a batch std has no per-group closed form)")
     x_arr = check_int_array("X", np.asarray(as_real_array("X", X)), lo=0)
     n_arr = check_int_array("N", np.asarray(as_real_array("N", N)), lo=1)
-    rc = check_scalar("r_correct", r_correct)
-    rw = check_scalar("r_incorrect", r_incorrect)
-    if not rc > rw:
-        fail("r_correct", rc, f"> r_incorrect = {rw!r}")
-    if not np.isfinite(rc - rw):
-        fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
+    rc, rw = check_rewards(r_correct, r_incorrect)
     try:
         x_arr, n_arr = np.broadcast_arrays(x_arr, n_arr)
     except ValueError:

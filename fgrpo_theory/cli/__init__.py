@@ -23,18 +23,27 @@ from . import figures, validate  # noqa: E402,F401  isort: skip
 __all__ = ["app", "main"]
 
 
+#: Library arguments set by an option of another name: argument -> (option, words that name it).
+_SET_BY = {
+    "r_correct": ("--rewards", "--rewards R_c"),
+    "r_incorrect": ("--rewards", "--rewards R_w"),
+    "subsets": ("--subset", "--subset"),
+}
+
+
 def _in_option_words(message: str, args: Sequence[str]) -> str:
     """Name the option, not the library argument, that starts a library message.
 
     Library functions raise ``"<argument> must be ...; got <value>"``; when the invoked command
-    has the option ``--<argument>`` (underscores as hyphens: ``by_step`` is ``--by-step``) and
-    the user typed it, the message names the option, so a user reads the words they typed. Other
-    messages pass as they are (they name an option, a file, a column, or the key of a config file
-    or preset the value came from).
+    has the option ``--<argument>`` (underscores as hyphens: ``by_step`` is ``--by-step``; a few
+    arguments are set by an option of another name, :data:`_SET_BY`, and a named entry such as
+    ``subsets.rare`` reads ``--subset rare``) and the user typed it, the message names the option,
+    so a user reads the words they typed. Other messages pass as they are (they name an option, a
+    file, a column, or the key of a config file or preset the value came from).
     """
     import re
 
-    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*) must ", message)
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.(\S+))? must ", message)
     name = next((a for a in args if not a.startswith("-")), None)
     if m is None or name is None:
         return message
@@ -47,10 +56,15 @@ def _in_option_words(message: str, args: Sequence[str]) -> str:
     if cmd is None:
         return message
     opts = {o for p in cmd.params for o in getattr(p, "opts", ()) if o.startswith("--")}
-    option = "--" + m.group(1).replace("_", "-")
+    argument, entry = m.group(1), m.group(2)
+    option = "--" + argument.replace("_", "-")
+    option, words = _SET_BY.get(argument, (option, option))
+    if entry is not None:
+        words = f"{words} {entry}"
     typed = any(a == option or a.startswith(option + "=") for a in args)
     # only an option the user typed: a value from a config file or preset keeps its key's name
-    return option + message[len(m.group(1)) :] if option in opts and typed else message
+    rest = message[m.end() - len(" must ") :]
+    return words + rest if option in opts and typed else message
 
 
 def _error(message: str) -> int:

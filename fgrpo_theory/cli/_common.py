@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import typer
@@ -26,9 +27,12 @@ from .._validate import fail
 if TYPE_CHECKING:
     import pandas as pd
 
+T = TypeVar("T")
+
 __all__ = [
     "FORMAT_OPTION",
     "OUTPUT_OPTION",
+    "SCHEDULER_OPTION",
     "OutputFormat",
     "StdoutClosed",
     "check_output_path",
@@ -36,6 +40,7 @@ __all__ = [
     "atomic_path",
     "write_atomic",
     "emit",
+    "with_progress",
     "resolve_format",
     "parse_int_list",
     "parse_float_list",
@@ -77,6 +82,14 @@ OUTPUT_OPTION = typer.Option(
     show_default="stdout",
 )
 
+#: The ``--scheduler`` option of the commands that run sweeps (simulate, population).
+SCHEDULER_OPTION = typer.Option(
+    "local",
+    "--scheduler",
+    help="Where configs run: local (Numba threads), local-cluster:N (N Dask worker "
+    "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
+)
+
 
 def parse_int_list(text: str, name: str, *, lo: int | None = None, hi: int | None = None):
     """:func:`fgrpo_theory._spec.parse_int_list` as an int64 array (kept for older call sites)."""
@@ -108,6 +121,21 @@ def add_sweep_options(
             fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
         sweep["ds_range"] = pair
     return sweep
+
+
+def with_progress(
+    show: bool, total: int, label: str, run: Callable[[Callable[[int, int], None] | None], T]
+) -> T:
+    """``run(progress)`` under a transient progress bar on stderr counting to ``total`` when
+    ``show``, else ``run(None)``; ``progress(done, total)`` is the library's callback."""
+    if not show:
+        return run(None)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        return run(lambda done, _total: bar.update(task, completed=done))
 
 
 def _stdout() -> IO[str]:

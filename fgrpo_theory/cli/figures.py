@@ -98,6 +98,10 @@ def figures_cmd(
     )
     if out_dir.exists() and not out_dir.is_dir():
         fail("--out", str(out_dir), "a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail("--out", str(out_dir), f"a folder that can be created ({e.strerror or e})")
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     t_all = time.perf_counter()
     for i, exp in enumerate(exps, 1):

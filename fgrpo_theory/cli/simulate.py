@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -12,11 +13,13 @@ from ..sim.presets import preset_names
 from ._app import app
 from ._common import (
     FORMAT_OPTION,
+    SCHEDULER_OPTION,
     OutputFormat,
     add_sweep_options,
     emit,
     parse_float_list,
     parse_int_list,
+    with_progress,
 )
 
 _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
@@ -35,6 +38,13 @@ def _dflt(name: str) -> str:
     if isinstance(v, bool):
         return "on" if v else "off"
     return str(v)
+
+
+def _field(flag: str, help: str, *, shown: str | None = None) -> Any:
+    """An option that, when given, overrides the config field named like ``flag``; ``--help``
+    shows ``shown``, or else SimConfig's default of that field."""
+    default = _dflt(flag.removeprefix("--").replace("-", "_")) if shown is None else shown
+    return typer.Option(None, flag, help=help, show_default=default)
 
 
 def _est_seconds(cfgs: list) -> float:
@@ -75,147 +85,88 @@ def simulate_cmd(
         "--preset",
         help="A shipped configuration: " + ", ".join(preset_names()) + " (flags override it).",
     ),
-    K: int | None = typer.Option(None, "--K", help="Number of actions.", show_default=_dflt("K")),
-    logits: str | None = typer.Option(
-        None,
+    K: int | None = _field("--K", "Number of actions."),
+    logits: str | None = _field(
         "--logits",
-        help="Initial logits of K actions, e.g. '5.0x1,3.0x9999,0.0x118000', or a .npy/.csv file; "
+        "Initial logits of K actions, e.g. '5.0x1,3.0x9999,0.0x118000', or a .npy/.csv file; "
         "none = uniform.",
-        show_default=_dflt("logits"),
     ),
-    correct: str | None = typer.Option(
-        None,
-        "--correct",
-        help="Correct actions, 0-based index set, e.g. '0..9999'.",
-        show_default="0",
+    correct: str | None = _field(
+        "--correct", "Correct actions, 0-based index set, e.g. '0..9999'.", shown="0"
     ),
     subset: list[str] | None = typer.Option(
         None, "--subset", help="Named subset NAME=SPEC (repeatable), e.g. rare=1..9999."
     ),
-    N: str | None = typer.Option(
-        None, "--N", help="Group size(s): 8, '2,8' or '2..131072:x2'.", show_default=_dflt("N")
+    N: str | None = _field("--N", "Group size(s): 8, '2,8' or '2..131072:x2'."),
+    steps: int | None = _field("--steps", "Steps per run."),
+    algo: str | None = _field("--algo", "grpo, dapo or cispo."),
+    rule: str | None = _field("--rule", "Surrogate: linear or logprob."),
+    advantage: str | None = _field(
+        "--advantage", "Advantage preset: grpo, dr-grpo (the paper's simulation), rloo, ..."
     ),
-    steps: int | None = typer.Option(
-        None, "--steps", help="Steps per run.", show_default=_dflt("steps")
+    rewards: str | None = _field(
+        "--rewards", "Rewards R_c,R_w of correct and incorrect actions.", shown="1,-1"
     ),
-    algo: str | None = typer.Option(
-        None, "--algo", help="grpo, dapo or cispo.", show_default=_dflt("algo")
-    ),
-    rule: str | None = typer.Option(
-        None, "--rule", help="Surrogate: linear or logprob.", show_default=_dflt("rule")
-    ),
-    advantage: str | None = typer.Option(
-        None,
-        "--advantage",
-        help="Advantage preset: grpo, dr-grpo (the paper's simulation), rloo, ...",
-        show_default=_dflt("advantage"),
-    ),
-    rewards: str | None = typer.Option(
-        None,
-        "--rewards",
-        help="Rewards R_c,R_w of correct and incorrect actions.",
-        show_default="1,-1",
-    ),
-    gamma: str | None = typer.Option(
-        None, "--gamma", help="Focal exponent(s), e.g. '0,1'.", show_default=_dflt("gamma")
-    ),
-    optimizer: str | None = typer.Option(
-        None, "--optimizer", help="sgd, adam or adamw.", show_default=_dflt("optimizer")
-    ),
-    lr: float | None = typer.Option(None, "--lr", help="Learning rate.", show_default=_dflt("lr")),
-    weight_decay: float | None = typer.Option(
-        None, "--weight-decay", help="Weight decay.", show_default=_dflt("weight_decay")
-    ),
-    inner_updates: int | None = typer.Option(
-        None,
-        "--inner-updates",
-        help="Optimizer steps per sampled group.",
-        show_default=_dflt("inner_updates"),
-    ),
-    dynamic_sampling: str | None = typer.Option(
-        None,
+    gamma: str | None = _field("--gamma", "Focal exponent(s), e.g. '0,1'."),
+    optimizer: str | None = _field("--optimizer", "sgd, adam or adamw."),
+    lr: float | None = _field("--lr", "Learning rate."),
+    weight_decay: float | None = _field("--weight-decay", "Weight decay."),
+    inner_updates: int | None = _field("--inner-updates", "Optimizer steps per sampled group."),
+    dynamic_sampling: str | None = _field(
         "--dynamic-sampling",
-        help="Filter whose dropped groups are redrawn: off, dapo (drop all-equal groups), verl "
+        "Filter whose dropped groups are redrawn: off, dapo (drop all-equal groups), verl "
         "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range).",
-        show_default=_dflt("dynamic_sampling"),
     ),
-    ds_range: str | None = typer.Option(
-        None,
+    ds_range: str | None = _field(
         "--ds-range",
-        help="openrlhf filter: open range LO,HI of the success rate X/N a kept group lies in.",
-        show_default="0,1",
+        "openrlhf filter: open range LO,HI of the success rate X/N a kept group lies in.",
+        shown="0,1",
     ),
-    max_resamples: int | None = typer.Option(
-        None,
-        "--max-resamples",
-        help="Cap on dynamic-sampling redraws per step.",
-        show_default=_dflt("max_resamples"),
+    max_resamples: int | None = _field(
+        "--max-resamples", "Cap on dynamic-sampling redraws per step."
     ),
-    clip_low: float | None = typer.Option(
-        None,
+    clip_low: float | None = _field(
         "--clip-low",
-        help="Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
-        show_default=_CLIP_LOW,
+        "Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
+        shown=_CLIP_LOW,
     ),
-    clip_high: float | None = typer.Option(
-        None,
+    clip_high: float | None = _field(
         "--clip-high",
-        help="Upper clip (TRL's cispo cap epsilon_high = E is --clip-high E-1 --clip-low 1).",
-        show_default=_CLIP_HIGH,
+        "Upper clip (TRL's cispo cap epsilon_high = E is --clip-high E-1 --clip-low 1).",
+        shown=_CLIP_HIGH,
     ),
-    dual_clip: str | None = typer.Option(
-        None,
+    dual_clip: str | None = _field(
         "--dual-clip",
-        help="Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
+        "Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
         "where A < 0 and the ratio exceeds c.",
-        show_default="off",
+        shown="off",
     ),
-    seeds: int | None = typer.Option(
-        None, "--seeds", help="Seeds per prompt.", show_default=_dflt("seeds")
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Base seed.", show_default=_dflt("seed")),
-    log_every: int | None = typer.Option(
-        None, "--log-every", help="Log every this many steps.", show_default=_dflt("log_every")
-    ),
-    pass_k: str | None = typer.Option(
-        None, "--pass-k", help="k values of pass@k, e.g. '1,256'.", show_default=_dflt("pass_k")
-    ),
-    thresholds: str | None = typer.Option(
-        None,
+    seeds: int | None = _field("--seeds", "Seeds per prompt."),
+    seed: int | None = _field("--seed", "Base seed."),
+    log_every: int | None = _field("--log-every", "Log every this many steps."),
+    pass_k: str | None = _field("--pass-k", "k values of pass@k, e.g. '1,256'."),
+    thresholds: str | None = _field(
         "--thresholds",
-        help="Q_pos thresholds in (0, 1), e.g. '0.9,0.95,0.98': the summary shows, per "
+        "Q_pos thresholds in (0, 1), e.g. '0.9,0.95,0.98': the summary shows, per "
         "threshold, the first step runs reach it and M_ret there (computed in the kernel).",
-        show_default="none",
+        shown="none",
     ),
-    controls: str | None = typer.Option(
-        None,
+    controls: str | None = _field(
         "--controls",
-        help="Matched vanilla controls of a focal config (gamma > 0), e.g. 'm,h,progress': "
+        "Matched vanilla controls of a focal config (gamma > 0), e.g. 'm,h,progress': "
         "lr x m_gamma, lr x h_gamma/h_0, the progress-matched lr. Runs the config and the arms "
         "(16 seeds unless --seeds) and shows per arm the median and IQR and the paired "
         "focal-minus-arm difference of M_ret at each threshold (default 0.9,0.95,0.98).",
-        show_default="none",
+        shown="none",
     ),
-    threads: int | None = typer.Option(
-        None, "--threads", help="Numba threads.", show_default="all"
-    ),
-    scheduler: str = typer.Option(
-        "local",
-        "--scheduler",
-        help="Where configs run: local (Numba threads), local-cluster:N (N Dask worker "
-        "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
-    ),
-    out: Path | None = typer.Option(
-        None,
-        "--out",
-        help="Write all rows: .parquet/.csv file, or a folder for a sweep.",
-        show_default="none",
+    threads: int | None = _field("--threads", "Numba threads.", shown="all"),
+    scheduler: str = SCHEDULER_OPTION,
+    out: Path | None = _field(
+        "--out", "Write all rows: .parquet/.csv file, or a folder for a sweep.", shown="none"
     ),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="Sweep: skip finished files."),
     fmt: OutputFormat | None = FORMAT_OPTION,
-    output: Path | None = typer.Option(
-        None, "--output", help="Write the summary to FILE.", show_default="stdout"
-    ),
+    output: Path | None = _field("--output", "Write the summary to FILE.", shown="stdout"),
 ) -> None:
     """Simulate GRPO / DAPO / CISPO (vanilla or focal) on softmax policies.
 
@@ -437,20 +388,12 @@ def _run_thresholds(cfg, out: Path | None, threads: int | None, show: bool):
     """One config with thresholds: ``(log, threshold table)``; --out gets both files."""
     from ..sim import simulate
 
-    if show:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        with Progress(console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("simulating", total=cfg.n_runs)
-            res = simulate(
-                cfg,
-                threads=threads,
-                progress=lambda d, t: bar.update(task, completed=d),
-                tables=True,
-            )
-    else:
-        res = simulate(cfg, threads=threads, tables=True)
+    res = with_progress(
+        show,
+        cfg.n_runs,
+        "simulating",
+        lambda progress: simulate(cfg, threads=threads, progress=progress, tables=True),
+    )
     if out is not None:
         _write(res.log, out)
         _write(res.thresholds, _thresholds_path(out))
@@ -477,17 +420,12 @@ def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, 
         from ..sim import simulate
 
         cfg = cfgs[0]
-        if show:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            with Progress(console=Console(stderr=True), transient=True) as bar:
-                task = bar.add_task("simulating", total=cfg.n_runs)
-                df = simulate(
-                    cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
-                )
-        else:
-            df = simulate(cfg, threads=threads)
+        df = with_progress(
+            show,
+            cfg.n_runs,
+            "simulating",
+            lambda progress: simulate(cfg, threads=threads, progress=progress),
+        )
         if out is not None:
             _write(df, out)
         return df

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validate import check_array, check_int_array, check_scalar, fail
+from .._validate import check_array, check_int_array, fail
 
 #: Largest group size N accepted anywhere in :mod:`fgrpo_theory.mass` (8 x the paper's largest
 #: N = 131,072). Sampling one group costs about 40 bytes per draw and a Monte Carlo group about
@@ -36,14 +36,3 @@ def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
     if z.ndim != 1:
         fail(name, f"an array of shape {z.shape}", "a 1-d array of logits")
     return z
-
-
-def check_rewards(r_correct: Any, r_incorrect: Any) -> tuple[float, float]:
-    """Rewards R_c > R_w, both finite, with a finite difference."""
-    rc = check_scalar("r_correct", r_correct)
-    rw = check_scalar("r_incorrect", r_incorrect)
-    if not rc > rw:
-        fail("r_correct", rc, f"> r_incorrect = {rw!r}")
-    if not np.isfinite(rc - rw):
-        fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
-    return rc, rw

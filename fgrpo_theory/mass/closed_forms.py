@@ -9,10 +9,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import softmax
 
-from .._validate import check_int_array, fail
+from .._validate import check_int_array, check_rewards, fail
 from ..advantages import AdvantageConvention, binary_advantages, focal_weight
 from ..policy import check_policy
-from ._checks import check_logits, check_N, check_rewards, out
+from ._checks import check_logits, check_N, out
 from ._engine import chunked, levels, miss_all
 from .step import StepSpec
 

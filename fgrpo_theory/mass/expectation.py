@@ -14,7 +14,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -286,10 +286,22 @@ def expected_change(
     samples = int(check_int_array("samples", samples, lo=2))
     max_outcomes = int(check_int_array("max_outcomes", max_outcomes, lo=1))
     method = resolve_method(z.size, N, method, samples, max_outcomes)
-    p = softmax(z)
+    task = _Task(z, softmax(z), corr, quantities, names, N, spec)
     if method == "enumerate":
-        return _enumerate(z, p, corr, quantities, names, N, spec)
-    return _monte_carlo(z, p, corr, quantities, names, N, spec, samples, seed)
+        return _enumerate(task)
+    return _monte_carlo(task, samples, seed)
+
+
+class _Task(NamedTuple):
+    """What both engines average over the group draw: the policy, the quantities, the update."""
+
+    z: np.ndarray
+    p: np.ndarray
+    corr: np.ndarray
+    quantities: Sequence[str | Callable[[np.ndarray], float]]
+    names: list[str]
+    N: int
+    spec: StepSpec
 
 
 def _collect(
@@ -308,15 +320,8 @@ def _collect(
     return out
 
 
-def _enumerate(
-    z: np.ndarray,
-    p: np.ndarray,
-    corr: np.ndarray,
-    quantities: Sequence[str | Callable[[np.ndarray], float]],
-    names: list[str],
-    N: int,
-    spec: StepSpec,
-) -> ExpectationResult:
+def _enumerate(task: _Task) -> ExpectationResult:
+    z, p, corr, quantities, names, N, spec = task
     K = z.size
     logp = log_softmax(z)
     total = dict.fromkeys(names, 0.0)
@@ -347,16 +352,9 @@ def _enumerate(
 
 
 def _monte_carlo(
-    z: np.ndarray,
-    p: np.ndarray,
-    corr: np.ndarray,
-    quantities: Sequence[str | Callable[[np.ndarray], float]],
-    names: list[str],
-    N: int,
-    spec: StepSpec,
-    samples: int,
-    seed: int | np.random.Generator | None,
+    task: _Task, samples: int, seed: int | np.random.Generator | None
 ) -> ExpectationResult:
+    z, p, corr, quantities, names, N, spec = task
     rng = np.random.default_rng(seed)
     lv = levels(z, corr, p)
     L = lv.p.size

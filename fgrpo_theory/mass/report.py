@@ -19,28 +19,15 @@ from ._checks import check_N
 from .closed_forms import expected_logprob_drift, expected_unsampled_square_mass
 from .expectation import expected_change, resolve_method
 from .groups import Group, make_group, sample_group
-from .step import StepSpec, one_step
+from .step import QUANTITIES, StepSpec, one_step
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["REPORT_QUANTITIES", "mass_report"]
 
-#: Group-level quantities whose expectation :func:`mass_report` reports.
-REPORT_QUANTITIES = (
-    "dq_pos_first_order",
-    "dq_pos_sampled_correct",
-    "dq_pos_sampled_incorrect",
-    "dq_pos_unsampled",
-    "dq_pos_exact",
-    "dq_unsampled_correct_first_order",
-    "direct_drift",
-    "coupling",
-    "dq_unsampled_correct_exact",
-    "S_R",
-    "U2",
-)
-
+#: The one-step changes the group rows show, in row order, with their source for the theory
+#: rule (the other rules' first-order rows come from P-19 of their own step).
 _CHANGES = (
     ("dq_pos_sampled_correct", "P-17"),
     ("dq_pos_sampled_incorrect", "P-17"),
@@ -52,6 +39,10 @@ _CHANGES = (
     ("dq_unsampled_correct_first_order", "P-10"),
     ("dq_unsampled_correct_exact", "exact"),
 )
+
+#: Group-level quantities whose expectation :func:`mass_report` reports: the changes its group
+#: rows show (in the order of :data:`~fgrpo_theory.mass.QUANTITIES`), then S_R and U2.
+REPORT_QUANTITIES = (*(q for q in QUANTITIES if q in dict(_CHANGES)), "S_R", "U2")
 
 
 def mass_report(

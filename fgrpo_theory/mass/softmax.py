@@ -168,10 +168,8 @@ def exact_prob_change(probs: ArrayLike, dz: ArrayLike) -> np.ndarray:
 
     Parameters
     ----------
-    probs : array_like, shape (..., K)
-        Probabilities p = softmax(z): finite, >= 0, summing to 1 over the last axis (within 1e-6).
-    dz : array_like, shape (..., K)
-        Finite logit change, same shape as ``probs``.
+    probs, dz : array_like, shape (..., K)
+        Probabilities p = softmax(z) and logit change, as in :func:`prob_change_first_order`.
 
     Returns
     -------
@@ -190,12 +188,8 @@ def exact_subset_change(
 
     Parameters
     ----------
-    probs, dz : array_like, shape (..., K)
-        Probabilities (``sum weights * probs = 1`` over the last axis) and logit change.
-    mask : array_like of bool, shape (..., K)
-        Membership of S.
-    weights : array_like, shape (..., K), optional
-        Number of actions each entry stands for; default 1.
+    probs, dz, mask, weights
+        As in :func:`subset_change_first_order`.
 
     Returns
     -------

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validate import check_array, fail
-from ._checks import check_rewards, out
+from .._validate import check_array, check_rewards, fail
+from ._checks import out
 from .groups import Group
 
 __all__ = [

@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validate import check_scalar, fail
+from .._validate import check_rewards, check_scalar, fail
 from ..advantages import PRESETS, AdvantageConvention, get_convention
-from ._checks import check_rewards
 from ._engine import dense_atoms, evaluate, statistics, step
 from .groups import Group
 from .softmax import (
@@ -60,36 +59,6 @@ RULES = ("theory", "linear", "logprob")
 #: Default advantage convention of each rule that uses one.
 DEFAULT_ADVANTAGE = {"linear": "dr-grpo", "logprob": "grpo"}
 
-#: Per-group quantities that :func:`~fgrpo_theory.mass.expected_change` can average (fields of
-#: :class:`GroupStatistics` and :class:`OneStepResult`).
-QUANTITIES = (
-    "X",
-    "n_distinct",
-    "g",
-    "Q_pos",
-    "Q_neg",
-    "P_pos",
-    "P_neg",
-    "Q_u",
-    "A2",
-    "B2",
-    "U_pos2",
-    "U_neg2",
-    "U2",
-    "S_R",
-    "dq_pos_first_order",
-    "dq_pos_sampled_correct",
-    "dq_pos_sampled_incorrect",
-    "dq_pos_unsampled",
-    "dq_pos_exact",
-    "dq_unsampled_correct_first_order",
-    "direct_drift",
-    "coupling",
-    "dq_unsampled_correct_exact",
-    "dq_sampled_correct_first_order",
-    "dq_sampled_correct_exact",
-)
-
 #: Where each quantity comes from: equation and meaning (for tables).
 REFERENCES: dict[str, str] = {
     "X": "number of correct draws",
@@ -118,6 +87,10 @@ REFERENCES: dict[str, str] = {
     "dq_sampled_correct_first_order": "first-order dP_pos (P-19 on A)",
     "dq_sampled_correct_exact": "exact dP_pos after the softmax is recomputed",
 }
+
+#: Per-group quantities that :func:`~fgrpo_theory.mass.expected_change` can average (fields of
+#: :class:`GroupStatistics` and :class:`OneStepResult`), in the order of :data:`REFERENCES`.
+QUANTITIES = tuple(REFERENCES)
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,8 @@ def run_population_sweep(
     retries, connect_timeout
         As in :func:`fgrpo_theory.distributed.run_sweep_distributed`.
     """
-    from ..distributed import SchedulerSpec, parse_scheduler, require_distributed, sweep_executor
-    from ..sim.sweep import result_path, reusable_result, run_configs
+    from ..distributed import SchedulerSpec, executor_for_configs, parse_scheduler
+    from ..sim.sweep import run_configs
     from .runner import simulate_population
 
     spec = scheduler
@@ -82,24 +82,19 @@ def run_population_sweep(
         spec = parse_scheduler(scheduler, "--scheduler")
     configs = expand_population_grid(sweep_or_configs)
     key = population_config_hash
-    if spec.kind != "local":
-        require_distributed(spec)
-        if out_dir is not None and resume:
-            code = population_digest()
-            done = [
-                reusable_result(result_path(out_dir, c, fmt, key), c, key=key, code=code)[0]
-                for c in configs
-            ]
-            if all(d is not None for d in done):
-                spec = parse_scheduler("local")  # nothing to run: no cluster to start
-    with sweep_executor(
+    with executor_for_configs(
         spec,
-        threads_per_task=1 if threads is None else threads,
+        configs,
+        out_dir,
+        resume=resume,
+        fmt=fmt,
+        key=key,
+        code=population_digest,
+        threads_per_task=threads,
         retries=retries,
         connect_timeout=connect_timeout,
+        progress=progress,
     ) as ex:
-        if ex is not None:
-            ex.progress = bool(progress)
         return run_configs(
             configs,
             out_dir,
