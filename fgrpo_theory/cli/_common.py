@@ -23,6 +23,7 @@ from .. import _spec
 from .._io import atomic_open, atomic_path, check_output_path, write_atomic
 from .._spec import MAX_LIST_LENGTH
 from .._validate import fail
+from ..sim.config import CLIP_DEFAULTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,6 +31,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
+    "ALGO_OPTION",
+    "CLIP_HIGH_OPTION",
+    "CLIP_LOW_OPTION",
+    "DS_RANGE_OPTION",
+    "DUAL_CLIP_OPTION",
+    "DYNAMIC_SAMPLING_OPTION",
+    "INNER_UPDATES_OPTION",
+    "check_out",
     "FORMAT_OPTION",
     "OUTPUT_OPTION",
     "SCHEDULER_OPTION",
@@ -82,6 +91,54 @@ OUTPUT_OPTION = typer.Option(
     show_default="stdout",
 )
 
+#: The per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0".
+_CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
+_CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
+
+# Options of the training algorithm shared by simulate and population: the same flag, help and
+# shown default in both; None (not given) keeps the config's value.
+ALGO_OPTION = typer.Option(None, "--algo", help="grpo, dapo or cispo.", show_default="grpo")
+INNER_UPDATES_OPTION = typer.Option(
+    None,
+    "--inner-updates",
+    help="Optimizer steps per sampled group (PPO epochs: ratios to the sampling policy and "
+    "clipping act only when > 1).",
+    show_default="1",
+)
+CLIP_LOW_OPTION = typer.Option(
+    None,
+    "--clip-low",
+    help="Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
+    show_default=_CLIP_LOW,
+)
+CLIP_HIGH_OPTION = typer.Option(
+    None,
+    "--clip-high",
+    help="Upper clip (TRL's cispo cap epsilon_high = E is --clip-high E-1 --clip-low 1).",
+    show_default=_CLIP_HIGH,
+)
+DUAL_CLIP_OPTION = typer.Option(
+    None,
+    "--dual-clip",
+    help="Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
+    "where A < 0 and the ratio exceeds c.",
+    show_default="off",
+)
+DYNAMIC_SAMPLING_OPTION = typer.Option(
+    None,
+    "--dynamic-sampling",
+    help="Filter whose dropped groups are replaced: off, dapo (drop all-equal groups), verl "
+    "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range).",
+    show_default="off",
+)
+DS_RANGE_OPTION = typer.Option(
+    None,
+    "--ds-range",
+    metavar="LO,HI",
+    help="openrlhf filter: open range LO,HI of the success rate X/N a kept group lies in.",
+    show_default="0,1",
+)
+
 #: The ``--scheduler`` option of the commands that run sweeps (simulate, population).
 SCHEDULER_OPTION = typer.Option(
     "local",
@@ -102,12 +159,18 @@ def parse_float_list(text: str, name: str):
 
 
 def add_sweep_options(
-    sweep: dict, *, N: str | None = None, gamma: str | None = None, ds_range: str | None = None
+    sweep: dict,
+    *,
+    N: str | None = None,
+    gamma: str | None = None,
+    ds_range: str | None = None,
+    dual_clip: str | None = None,
 ) -> dict:
     """Put the sweepable options simulate and population share into a sweep mapping.
 
     ``--N`` (integer list/range grammar) and ``--gamma`` (float list): one value sets the field,
-    several make it a sweep axis; ``--ds-range LO,HI`` is one pair. Returns ``sweep``.
+    several make it a sweep axis; ``--ds-range LO,HI`` is one pair; ``--dual-clip`` one number
+    (the config checks c > 1) or ``off``. Returns ``sweep``.
     """
     if N is not None:
         vals = [int(v) for v in parse_int_list(N, "--N", lo=1)]
@@ -120,7 +183,36 @@ def add_sweep_options(
         if len(pair) != 2:
             fail("--ds-range", ds_range, "two values LO,HI such as 0,1")
         sweep["ds_range"] = pair
+    if dual_clip is not None:
+        if dual_clip.strip().lower() == "off":
+            sweep["dual_clip"] = None
+        else:
+            vals_c = parse_float_list(dual_clip, "--dual-clip")
+            if len(vals_c) != 1:
+                fail("--dual-clip", dual_clip, "one number c > 1 (e.g. 3) or off")
+            sweep["dual_clip"] = float(vals_c[0])
     return sweep
+
+
+def check_out(out: Path, n_configs: int) -> None:
+    """``--out``: a .parquet/.csv file in an existing, writable folder for one config, a folder
+    (created if missing, checked writable) for a sweep of ``n_configs``."""
+    if n_configs > 1:
+        from ..sim.sweep import check_out_dir
+
+        if out.suffix in (".parquet", ".csv"):
+            fail("--out", str(out), f"a folder for a sweep of {n_configs} configs")
+        check_out_dir(out, "--out")
+        return
+    if out.suffix not in (".parquet", ".csv"):
+        fail("--out", str(out), "a .parquet or .csv file (or a folder for a sweep)")
+    if out.is_dir():
+        fail("--out", str(out), "a file path, not a folder")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        fail("--out", str(out), "a path in an existing folder")
+    if not os.access(parent, os.W_OK):
+        fail("--out", str(out), "a path in a writable folder")
 
 
 def with_progress(

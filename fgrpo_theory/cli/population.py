@@ -8,36 +8,13 @@ from pathlib import Path
 import typer
 
 from .._validate import fail
-from ..sim.config import CLIP_DEFAULTS
+from . import _common as opt
 from ._app import app
-from ._common import FORMAT_OPTION, OutputFormat, add_sweep_options, emit
+from ._common import OutputFormat, add_sweep_options, check_out, emit, with_progress
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 _KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
          "lr_prompt", "advantage", "rule"]  # fmt: skip
-#: the per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0"
-_CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
-_CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
-
-
-def _check_out(out: Path, n_configs: int) -> None:
-    """A .parquet/.csv file in a writable folder for one config, a folder for a sweep."""
-    import os
-
-    from ..sim.sweep import check_out_dir
-
-    if n_configs > 1:
-        if out.suffix in (".parquet", ".csv"):
-            fail("--out", str(out), f"a folder for a sweep of {n_configs} configs")
-        check_out_dir(out, "--out")
-        return
-    if out.suffix not in (".parquet", ".csv"):
-        fail("--out", str(out), "a .parquet or .csv file (or a folder for a sweep)")
-    if out.is_dir():
-        fail("--out", str(out), "a file path, not a folder")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        fail("--out", str(out), "a path in an existing, writable folder")
 
 
 @app.command("population")
@@ -53,43 +30,13 @@ def population_cmd(
     ),
     gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
-    algo: str | None = typer.Option(
-        None, "--algo", help="grpo, dapo or cispo (overrides).", show_default="grpo"
-    ),
-    inner_updates: int | None = typer.Option(
-        None,
-        "--inner-updates",
-        help="Optimizer steps per sampled batch, each with the ratios to the sampling policy "
-        "(overrides).",
-        show_default="1",
-    ),
-    clip_low: float | None = typer.Option(
-        None,
-        "--clip-low",
-        help="Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
-        show_default=_CLIP_LOW,
-    ),
-    clip_high: float | None = typer.Option(
-        None, "--clip-high", help="Upper clip (see --clip-low).", show_default=_CLIP_HIGH
-    ),
-    dual_clip: str | None = typer.Option(
-        None,
-        "--dual-clip",
-        help="Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
-        "where A < 0 and the ratio exceeds c.",
-        show_default="off",
-    ),
-    dynamic_sampling: str | None = typer.Option(
-        None,
-        "--dynamic-sampling",
-        help="A trainer's filter, as simulate has it: off, dapo (redraw all-equal groups), verl "
-        "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range); "
-        "redrawn up to max_resamples times (overrides).",
-        show_default="off",
-    ),
-    ds_range: str | None = typer.Option(
-        None, "--ds-range", metavar="LO,HI", help="openrlhf's success-rate range (default 0,1)."
-    ),
+    algo: str | None = opt.ALGO_OPTION,
+    inner_updates: int | None = opt.INNER_UPDATES_OPTION,
+    clip_low: float | None = opt.CLIP_LOW_OPTION,
+    clip_high: float | None = opt.CLIP_HIGH_OPTION,
+    dual_clip: str | None = opt.DUAL_CLIP_OPTION,
+    dynamic_sampling: str | None = opt.DYNAMIC_SAMPLING_OPTION,
+    ds_range: str | None = opt.DS_RANGE_OPTION,
     ds_fill: str | None = typer.Option(
         None,
         "--ds-fill",
@@ -100,12 +47,7 @@ def population_cmd(
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
-    scheduler: str = typer.Option(
-        "local",
-        "--scheduler",
-        help="Where configs run: local (Numba threads), local-cluster:N (N Dask worker "
-        "processes) or tcp://host:port (a running Dask scheduler). Results are identical.",
-    ),
+    scheduler: str = opt.SCHEDULER_OPTION,
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -115,7 +57,7 @@ def population_cmd(
     resume: bool = typer.Option(
         True, "--resume/--no-resume", help="Reuse finished --out files of the same config and code."
     ),
-    fmt: OutputFormat | None = FORMAT_OPTION,
+    fmt: OutputFormat | None = opt.FORMAT_OPTION,
     output: Path | None = typer.Option(None, "--output", help="Write the summary to FILE."),
 ) -> None:
     """Train GRPO / F-GRPO on a population of prompts; summary of the last step per split.
@@ -146,12 +88,10 @@ def population_cmd(
                 inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high,
                 ds_fill=ds_fill)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
-    if dual_clip is not None:
-        sweep["dual_clip"] = _dual_clip(dual_clip)
-    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range)
+    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     cfgs = expand_population_grid(sweep)
     if out is not None:
-        _check_out(out, len(cfgs))
+        check_out(out, len(cfgs))
     if output is not None:
         from ._common import check_output_path
 
@@ -182,18 +122,6 @@ def population_cmd(
     emit(summary, fmt, output, title=f"population {name}: last step over seeds")
 
 
-def _dual_clip(text: str) -> float | None:
-    """``--dual-clip``: one number (checked by the config: > 1) or ``off``."""
-    from .._spec import parse_float_list
-
-    if text.strip().lower() == "off":
-        return None
-    vals = parse_float_list(text, name="--dual-clip")
-    if len(vals) != 1:
-        fail("--dual-clip", text, "one number c > 1 (e.g. 3) or off")
-    return float(vals[0])
-
-
 def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, show: bool):
     """One config: reuse ``out`` if it holds this config's result from this code, else run it
     (locally with a per-seed progress bar, or as one Dask task) and write ``out`` atomically."""
@@ -212,17 +140,13 @@ def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, sho
             typer.echo(f"fgrpo-theory: {why}", err=True)
     if spec.kind != "local":
         df = run_population_sweep([cfg], None, scheduler=spec, threads=threads, progress=show)
-    elif show:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        with Progress(transient=True, console=Console(stderr=True)) as bar:
-            task = bar.add_task("training", total=cfg.seeds)
-            df = simulate_population(
-                cfg, threads=threads, progress=lambda d, t: bar.update(task, completed=d)
-            )
     else:
-        df = simulate_population(cfg, threads=threads)
+        df = with_progress(
+            show,
+            cfg.seeds,
+            "training",
+            lambda progress: simulate_population(cfg, threads=threads, progress=progress),
+        )
     if out is not None:
         try:
             write_atomic(df, out, result_metadata(key(cfg), code, df))

@@ -8,14 +8,22 @@ from typing import Any
 import typer
 
 from .._validate import fail
-from ..sim.config import CLIP_DEFAULTS, SimConfig
+from ..sim.config import SimConfig
 from ..sim.presets import preset_names
 from ._app import app
 from ._common import (
+    ALGO_OPTION,
+    CLIP_HIGH_OPTION,
+    CLIP_LOW_OPTION,
+    DS_RANGE_OPTION,
+    DUAL_CLIP_OPTION,
+    DYNAMIC_SAMPLING_OPTION,
     FORMAT_OPTION,
+    INNER_UPDATES_OPTION,
     SCHEDULER_OPTION,
     OutputFormat,
     add_sweep_options,
+    check_out,
     emit,
     parse_float_list,
     parse_int_list,
@@ -26,9 +34,6 @@ _SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimi
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
 _D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
-#: the per-algorithm clip defaults shown in --help, e.g. "grpo 0.2, dapo 0.2, cispo 1.0"
-_CLIP_LOW = ", ".join(f"{a} {lo:g}" for a, (lo, _) in CLIP_DEFAULTS.items())
-_CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
 
 
 def _dflt(name: str) -> str:
@@ -52,27 +57,6 @@ def _est_seconds(cfgs: list) -> float:
     from ..sim.budget import estimate
 
     return sum(estimate(c).seconds for c in cfgs)
-
-
-def _check_out(out: Path, n_configs: int) -> None:
-    if n_configs == 1:
-        if out.suffix not in (".parquet", ".csv"):
-            fail("--out", str(out), "a .parquet or .csv file (or a folder for a sweep)")
-        if out.is_dir():
-            fail("--out", str(out), "a file path, not a folder")
-        parent = out.parent if str(out.parent) else Path(".")
-        if not parent.is_dir():
-            fail("--out", str(out), "a path in an existing folder")
-        import os
-
-        if not os.access(parent, os.W_OK):
-            fail("--out", str(out), "a path in a writable folder")
-    else:
-        from ..sim.sweep import check_out_dir
-
-        if out.suffix in (".parquet", ".csv"):
-            fail("--out", str(out), f"a folder for a sweep of {n_configs} configs")
-        check_out_dir(out, "--out")
 
 
 @app.command("simulate")
@@ -99,7 +83,7 @@ def simulate_cmd(
     ),
     N: str | None = _field("--N", "Group size(s): 8, '2,8' or '2..131072:x2'."),
     steps: int | None = _field("--steps", "Steps per run."),
-    algo: str | None = _field("--algo", "grpo, dapo or cispo."),
+    algo: str | None = ALGO_OPTION,
     rule: str | None = _field("--rule", "Surrogate: linear or logprob."),
     advantage: str | None = _field(
         "--advantage", "Advantage preset: grpo, dr-grpo (the paper's simulation), rloo, ..."
@@ -111,36 +95,15 @@ def simulate_cmd(
     optimizer: str | None = _field("--optimizer", "sgd, adam or adamw."),
     lr: float | None = _field("--lr", "Learning rate."),
     weight_decay: float | None = _field("--weight-decay", "Weight decay."),
-    inner_updates: int | None = _field("--inner-updates", "Optimizer steps per sampled group."),
-    dynamic_sampling: str | None = _field(
-        "--dynamic-sampling",
-        "Filter whose dropped groups are redrawn: off, dapo (drop all-equal groups), verl "
-        "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range).",
-    ),
-    ds_range: str | None = _field(
-        "--ds-range",
-        "openrlhf filter: open range LO,HI of the success rate X/N a kept group lies in.",
-        shown="0,1",
-    ),
+    inner_updates: int | None = INNER_UPDATES_OPTION,
+    dynamic_sampling: str | None = DYNAMIC_SAMPLING_OPTION,
+    ds_range: str | None = DS_RANGE_OPTION,
     max_resamples: int | None = _field(
         "--max-resamples", "Cap on dynamic-sampling redraws per step."
     ),
-    clip_low: float | None = _field(
-        "--clip-low",
-        "Clip range [1 - clip_low, 1 + clip_high] of the ratio (CISPO: of its weight).",
-        shown=_CLIP_LOW,
-    ),
-    clip_high: float | None = _field(
-        "--clip-high",
-        "Upper clip (TRL's cispo cap epsilon_high = E is --clip-high E-1 --clip-low 1).",
-        shown=_CLIP_HIGH,
-    ),
-    dual_clip: str | None = _field(
-        "--dual-clip",
-        "Dual-clip PPO constant c > 1 (verl's clip_ratio_c, 3 there) or off: no gradient "
-        "where A < 0 and the ratio exceeds c.",
-        shown="off",
-    ),
+    clip_low: float | None = CLIP_LOW_OPTION,
+    clip_high: float | None = CLIP_HIGH_OPTION,
+    dual_clip: str | None = DUAL_CLIP_OPTION,
     seeds: int | None = _field("--seeds", "Seeds per prompt."),
     seed: int | None = _field("--seed", "Base seed."),
     log_every: int | None = _field("--log-every", "Log every this many steps."),
@@ -195,15 +158,7 @@ def simulate_cmd(
     )  # fmt: skip
     flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
     sweep.update({k: v for k, v in flags.items() if v is not None})
-    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range)
-    if dual_clip is not None:
-        if dual_clip.strip().lower() == "off":
-            sweep["dual_clip"] = None
-        else:
-            vals_c = parse_float_list(dual_clip, "--dual-clip")
-            if len(vals_c) != 1:
-                fail("--dual-clip", dual_clip, "one number c > 1 (e.g. 3) or off")
-            sweep["dual_clip"] = float(vals_c[0])
+    add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     if rewards is not None:
         rw = [float(v) for v in parse_float_list(rewards, "--rewards")]
         if len(rw) != 2:
@@ -244,7 +199,7 @@ def simulate_cmd(
 
             cfgs = [c.replace(seeds=DEFAULT_SEEDS) for c in cfgs]
         if out is not None:
-            _check_out(out, 1)
+            check_out(out, 1)
         if output is not None:
             from ._common import check_output_path
 
@@ -260,7 +215,7 @@ def simulate_cmd(
             f"this is {len(cfgs)} config(s) on {scheduler})",
         )
     if out is not None:
-        _check_out(out, len(cfgs))
+        check_out(out, len(cfgs))
     if output is not None:
         from ._common import check_output_path
 
