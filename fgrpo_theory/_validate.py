@@ -20,6 +20,7 @@ __all__ = [
     "format_value",
     "check_array",
     "check_int_array",
+    "check_integer",
     "check_scalar",
     "check_rewards",
 ]
@@ -129,14 +130,22 @@ def check_int_array(
     frac = arr != np.round(arr)
     if frac.any():
         fail(name, arr[frac].flat[0], "an integer")
-    huge = np.abs(arr) > MAX_EXACT_INT
-    if huge.any():
-        fail(name, arr[huge].flat[0], f"an integer of magnitude <= 2**53 = {MAX_EXACT_INT}")
     if lo is not None and (arr < lo).any():
         fail(name, int(arr[arr < lo].flat[0]), f">= {lo}")
     if hi is not None and (arr > hi).any():
         fail(name, int(arr[arr > hi].flat[0]), f"<= {hi}")
+    huge = np.abs(arr) > MAX_EXACT_INT
+    if huge.any():
+        fail(name, arr[huge].flat[0], f"an integer of magnitude <= 2**53 = {MAX_EXACT_INT}")
     return arr.astype(np.int64)
+
+
+def check_integer(name: str, value: Any, lo: int, hi: int | None = None) -> int:
+    """Check a single integer (a Python or NumPy integer, or an integral float) in ``[lo, hi]``
+    (see :func:`check_int_array`) and return it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer | float):
+        fail(name, value, "an integer")
+    return int(check_int_array(name, value, lo=lo, hi=hi))
 
 
 def check_scalar(

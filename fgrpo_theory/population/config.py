@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._validate import fail
+from .._validate import check_integer, fail
+from ..sim.config import OPTIMIZERS, RULES
 
 __all__ = [
     "PopulationConfig",
@@ -26,24 +27,11 @@ __all__ = [
     "population_config_hash",
 ]
 
-OPTIMIZERS = ("sgd", "adam", "adamw")
-RULES = ("logprob", "linear")
 ADAM_STATES = ("global", "per-prompt")
 UNSOLVABLE = ("refuse", "drop")
 DS_FILLS = ("redraw", "next-prompt")
 #: refuse anything larger than this many logits per run (phi is (P + P_test) x K float64)
 MAX_PARAMS = 50_000_000
-
-
-def _int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | float) or float(v) != int(v):
-        fail(name, v, "an integer")
-    v = int(v)
-    if v < lo:
-        fail(name, v, f">= {lo}")
-    if hi is not None and v > hi:
-        fail(name, v, f"<= {hi}")
-    return v
 
 
 def _float(name: str, v: Any, lo: float | None = None, lo_open: bool = False) -> float:
@@ -196,9 +184,9 @@ class PopulationConfig:
         s = object.__setattr__
         if not isinstance(self.name, str) or not self.name:
             fail("name", self.name, "a non-empty string")
-        s(self, "P", _int("P", self.P, 1))
-        s(self, "P_test", _int("P_test", self.P_test, 0))
-        s(self, "K", _int("K", self.K, 2))
+        s(self, "P", check_integer("P", self.P, 1))
+        s(self, "P_test", check_integer("P_test", self.P_test, 0))
+        s(self, "K", check_integer("K", self.K, 2))
         if (self.P + self.P_test) * self.K > MAX_PARAMS:
             fail("K", self.K, f"such that (P + P_test) x K <= {MAX_PARAMS}")
         s(self, "breadth", _pair("breadth", self.breadth, True))
@@ -214,17 +202,17 @@ class PopulationConfig:
             s(self, nm, x)
         if self.unsolvable not in UNSOLVABLE:
             fail("unsolvable", self.unsolvable, "one of " + ", ".join(UNSOLVABLE))
-        s(self, "population_seed", _int("population_seed", self.population_seed, 0))
-        s(self, "N", _int("N", self.N, 1, 1_000_000))
+        s(self, "population_seed", check_integer("population_seed", self.population_seed, 0))
+        s(self, "N", check_integer("N", self.N, 1, 1_000_000))
         if self.compute_budget is not None:
-            s(self, "compute_budget", _int("compute_budget", self.compute_budget, 1))
+            s(self, "compute_budget", check_integer("compute_budget", self.compute_budget, 1))
             if self.compute_budget < self.N:
                 fail("compute_budget", self.compute_budget, f">= N = {self.N}")
             s(self, "B", self.compute_budget // self.N)
-        s(self, "B", _int("B", self.B, 1))
+        s(self, "B", check_integer("B", self.B, 1))
         if self.B > self.P:
             fail("B", self.B, f"<= P = {self.P} (prompts are drawn without replacement)")
-        s(self, "steps", _int("steps", self.steps, 1, 10_000_000))
+        s(self, "steps", check_integer("steps", self.steps, 1, 10_000_000))
         alg = self._algorithm()
         for nm in ("algo", "inner_updates", "clip_low", "clip_high", "dual_clip"):
             s(self, nm, getattr(alg, nm))
@@ -242,7 +230,7 @@ class PopulationConfig:
         ds, rng = check_dynamic_sampling(self.dynamic_sampling, self.ds_range)
         s(self, "dynamic_sampling", ds)
         s(self, "ds_range", rng)
-        s(self, "max_resamples", _int("max_resamples", self.max_resamples, 1, 1_000_000))
+        s(self, "max_resamples", check_integer("max_resamples", self.max_resamples, 1, 1_000_000))
         if self.ds_fill not in DS_FILLS:
             fail("ds_fill", self.ds_fill, "one of " + ", ".join(DS_FILLS))
         if self.ds_fill != "redraw" and ds == "off":
@@ -262,15 +250,15 @@ class PopulationConfig:
         s(self, "adam_eps", _float("adam_eps", self.adam_eps, 0.0, lo_open=True))
         if self.adam_state not in ADAM_STATES:
             fail("adam_state", self.adam_state, "one of " + ", ".join(ADAM_STATES))
-        s(self, "seeds", _int("seeds", self.seeds, 1, 100_000))
-        s(self, "seed", _int("seed", self.seed, 0, 2**63 - 1))
-        s(self, "log_every", _int("log_every", self.log_every, 1))
+        s(self, "seeds", check_integer("seeds", self.seeds, 1, 100_000))
+        s(self, "seed", check_integer("seed", self.seed, 0, 2**63 - 1))
+        s(self, "log_every", check_integer("log_every", self.log_every, 1))
         pk = self.pass_k
         if isinstance(pk, int):
             pk = (pk,)
         if not isinstance(pk, list | tuple) or not pk:
             fail("pass_k", pk, "a non-empty list of integers")
-        s(self, "pass_k", tuple(sorted({_int("pass_k", k, 1, 1_000_000) for k in pk})))
+        s(self, "pass_k", tuple(sorted({check_integer("pass_k", k, 1, 1_000_000) for k in pk})))
         if not isinstance(self.buckets, list | tuple):
             fail("buckets", self.buckets, "a list of increasing edges in (0, 1)")
         bk = tuple(_float("buckets", x) for x in self.buckets)

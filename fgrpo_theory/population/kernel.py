@@ -46,6 +46,7 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _coefficients,
     _exp_shift,
     _kadd,
+    _log_norm,
     _max,
     _sample_iid,
     _sgd,
@@ -136,13 +137,10 @@ def _prompt_metrics(z, correct, rare, row, acc, cmp):
     ``q_pos`` and ``entropy`` bit for bit on the same logits.
     """
     K = z.shape[0]
-    m = _max(z)
     for j in range(5):
         acc[j] = 0.0
         cmp[j] = 0.0
-    for i in range(K):
-        _kadd(acc, cmp, 0, np.exp(z[i] - m))
-    ls = np.log(acc[0] + cmp[0])
+    m, ls = _log_norm(z, acc, cmp)
     for i in range(K):
         lp = z[i] - m - ls
         p = np.exp(lp)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import _spec
-from .._validate import check_scalar, fail, format_value
+from .._validate import check_integer, check_scalar, fail, format_value
 
 __all__ = [
     "SimConfig",
@@ -64,19 +64,6 @@ CONTROL_NAMES = ("m", "h", "progress")
 MAX_THRESHOLDS = 10_000
 #: Advantage presets the simulator accepts ("paper-sim" was removed: it is "dr-grpo").
 REMOVED_PRESETS = {"paper-sim": "dr-grpo"}
-
-
-def _as_int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer | float):
-        fail(name, value, "an integer")
-    if isinstance(value, float) and not value.is_integer():
-        fail(name, value, "an integer")
-    v = int(value)
-    if v < lo:
-        fail(name, v, f">= {lo}")
-    if hi is not None and v > hi:
-        fail(name, v, f"<= {hi}")
-    return v
 
 
 def _as_choice(name: str, value: Any, choices: Iterable[str]) -> str:
@@ -135,7 +122,7 @@ def _tuple_of_ints(name: str, value: Any, lo: int, hi: int | None = None) -> tup
         value = [value]
     if not isinstance(value, list | tuple | np.ndarray) or len(value) == 0:
         fail(name, value, "a non-empty list of integers")
-    out = tuple(sorted({_as_int(name, v, lo, hi) for v in value}))
+    out = tuple(sorted({check_integer(name, v, lo, hi) for v in value}))
     return out
 
 
@@ -326,7 +313,7 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         s = object.__setattr__
-        K = _as_int("K", self.K, 2, MAX_K)
+        K = check_integer("K", self.K, 2, MAX_K)
         s(self, "K", K)
         _check_logits(self.logits, K)  # literal specs are validated without allocating K values
         if isinstance(self.correct, bool) or not isinstance(self.correct, str | int | np.integer):
@@ -334,7 +321,7 @@ class SimConfig:
         if isinstance(self.correct, str):
             _check_index_set(self.correct, K, "correct")
         else:
-            s(self, "correct", _as_int("correct", self.correct, 1, K))
+            s(self, "correct", check_integer("correct", self.correct, 1, K))
         if not isinstance(self.subsets, Mapping):
             fail("subsets", self.subsets, "a table of name = 'index spec'")
         subs = {}
@@ -344,9 +331,9 @@ class SimConfig:
             _check_index_set(v, K, f"subsets.{k}")
             subs[k] = v
         s(self, "subsets", _FrozenDict(subs))
-        s(self, "prompts", _as_int("prompts", self.prompts, 1, MAX_COUNT))
-        s(self, "N", _as_int("N", self.N, 1, MAX_N))
-        s(self, "steps", _as_int("steps", self.steps, 1, MAX_COUNT))
+        s(self, "prompts", check_integer("prompts", self.prompts, 1, MAX_COUNT))
+        s(self, "N", check_integer("N", self.N, 1, MAX_N))
+        s(self, "steps", check_integer("steps", self.steps, 1, MAX_COUNT))
         s(self, "algo", _as_choice("algo", self.algo, ALGOS))
         s(self, "rule", _as_choice("rule", self.rule, RULES))
         from ..advantages import PRESETS
@@ -363,23 +350,23 @@ class SimConfig:
         s(self, "beta1", check_scalar("beta1", self.beta1, lo=0.0, hi=1.0, hi_open=True))
         s(self, "beta2", check_scalar("beta2", self.beta2, lo=0.0, hi=1.0, hi_open=True))
         s(self, "adam_eps", check_scalar("adam_eps", self.adam_eps, lo=0.0, lo_open=True))
-        s(self, "inner_updates", _as_int("inner_updates", self.inner_updates, 1, 1000))
+        s(self, "inner_updates", check_integer("inner_updates", self.inner_updates, 1, 1000))
         if self.clip_low is not None:
             s(self, "clip_low", check_scalar("clip_low", self.clip_low, lo=0.0, hi=1.0))
         if self.clip_high is not None:
             s(self, "clip_high", check_scalar("clip_high", self.clip_high, lo=0.0))
         ds, _ = check_dynamic_sampling(self.dynamic_sampling, None)
         s(self, "dynamic_sampling", ds)
-        s(self, "max_resamples", _as_int("max_resamples", self.max_resamples, 1, 1_000_000))
+        s(self, "max_resamples", check_integer("max_resamples", self.max_resamples, 1, 1_000_000))
         rc = check_scalar("r_correct", self.r_correct)
         rw = check_scalar("r_incorrect", self.r_incorrect)
         if not rc > rw:
             fail("r_correct", rc, f"> r_incorrect = {format_value(rw)}")
         s(self, "r_correct", rc)
         s(self, "r_incorrect", rw)
-        s(self, "seeds", _as_int("seeds", self.seeds, 1, MAX_COUNT))
-        s(self, "seed", _as_int("seed", self.seed, 0, 2**63 - 1))
-        s(self, "log_every", _as_int("log_every", self.log_every, 1, MAX_COUNT))
+        s(self, "seeds", check_integer("seeds", self.seeds, 1, MAX_COUNT))
+        s(self, "seed", check_integer("seed", self.seed, 0, 2**63 - 1))
+        s(self, "log_every", check_integer("log_every", self.log_every, 1, MAX_COUNT))
         if self.log_steps is not None:
             s(self, "log_steps", _tuple_of_ints("log_steps", self.log_steps, 0, self.steps))
         pk = self.pass_k
@@ -388,7 +375,7 @@ class SimConfig:
         s(self, "pass_k", _tuple_of_ints("pass_k", pk, 1, MAX_COUNT))
         s(self, "backend", _as_choice("backend", self.backend, BACKENDS))
         s(self, "sampler", _as_choice("sampler", self.sampler, SAMPLERS))
-        s(self, "renorm_every", _as_int("renorm_every", self.renorm_every, 1))
+        s(self, "renorm_every", check_integer("renorm_every", self.renorm_every, 1))
         if not isinstance(self.name, str):
             fail("name", self.name, "a string")
         s(self, "thresholds", _thresholds(self.thresholds))

@@ -308,6 +308,17 @@ def _coefficients(
 
 
 @jit_fast_inline
+def _log_norm(z, acc, cmp):
+    """``(m, ls)`` with ``m = max z`` and ``ls = log sum_i exp(z_i - m)`` (compensated in slot 0
+    of ``acc`` / ``cmp``, which must be 0), so ``log softmax(z)_i = z_i - m - ls``: the start of
+    the exact metrics of a softmax (the simulator's and the populations')."""
+    m = _max(z)
+    for i in range(z.shape[0]):
+        _kadd(acc, cmp, 0, np.exp(z[i] - m))
+    return m, np.log(acc[0] + cmp[0])
+
+
+@jit_fast_inline
 def _masked_sum8(e, cf):
     """``sum_i e[i] cf[i]`` with 8 interleaved accumulators (the cheap correct mass)."""
     K = e.shape[0]

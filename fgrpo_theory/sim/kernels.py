@@ -61,6 +61,7 @@ from .kcore import (
     _kadd,
     _kadd2,
     _local_rng,
+    _log_norm,
     _masked_sum8,
     _max,
     _sample_iid,
@@ -106,13 +107,10 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     """
     K = z.shape[0]
     n_sub = submask.shape[0]
-    m = _max(z)
     acc = np.zeros(4 + 2 * n_sub)
     cmp = np.zeros(4 + 2 * n_sub)
     size = np.zeros(n_sub, np.int64)
-    for i in range(K):
-        _kadd(acc, cmp, 0, np.exp(z[i] - m))
-    ls = np.log(acc[0] + cmp[0])
+    m, ls = _log_norm(z, acc, cmp)
     for i in range(K):
         lp = z[i] - m - ls
         p = np.exp(lp)
