@@ -31,6 +31,7 @@ from ..sim._jit import (
     jit_elementwise,
     jit_exact,
     jit_fast,
+    jit_fast_inline,
     jit_parallel,
 )
 from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes too)
@@ -47,11 +48,12 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _exp_shift,
     _kadd,
     _log_norm,
+    _log_prob_term,
     _max,
     _sample_iid,
     _sgd,
 )
-from ..sim.rng import _mix64, next_uniform
+from ..sim.rng import _mix64, new_stream, next_uniform
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -68,9 +70,7 @@ N_CNT = 4
 @jit_exact
 def stream_uniforms(key, n):
     """First ``n`` uniforms of the stream with ``key`` (for the stream-equality test)."""
-    state = np.empty(2, np.uint64)
-    state[0] = key
-    state[1] = 0
+    state = new_stream(key)
     out = np.empty(n)
     for i in range(n):
         out[i] = next_uniform(state)
@@ -129,6 +129,19 @@ def _sgd_grad(z, gasc, lr, wd):
         z[i] += lr * g
 
 
+@jit_fast_inline
+def _scratch(K, N):
+    """A run's scratch arrays: a prompt's logits ``zb``, ``e = exp(zb - max)``, the sampler's
+    CDF ``cum``, the coefficients ``cvec``, the theta gradient ``gth``, the exp's exponent bits
+    ``ibuf`` and their float view ``sc``, the draw counts ``cnt`` and the drawn actions
+    ``touched`` (one slot more than ``min(N, K)``: branch-free writes)."""
+    ibuf = np.empty(K, np.int64)
+    return (
+        np.empty(K), np.empty(K), np.empty(K), np.zeros(K), np.zeros(K), ibuf,
+        ibuf.view(np.float64), np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
+    )  # fmt: skip
+
+
 @jit_fast
 def _prompt_metrics(z, correct, rare, row, acc, cmp):
     """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z).
@@ -143,13 +156,10 @@ def _prompt_metrics(z, correct, rare, row, acc, cmp):
     m, ls = _log_norm(z, acc, cmp)
     for i in range(K):
         lp = z[i] - m - ls
-        p = np.exp(lp)
-        _kadd(acc, cmp, 1, -p * lp)
-        if correct[i]:
-            _kadd(acc, cmp, 2, p)
-            if rare[i]:
-                _kadd(acc, cmp, 3, p)
-                _kadd(acc, cmp, 4, -lp)
+        p = _log_prob_term(acc, cmp, lp, correct[i])
+        if correct[i] and rare[i]:
+            _kadd(acc, cmp, 3, p)
+            _kadd(acc, cmp, 4, -lp)
     row[P_MU] = acc[2] + cmp[2]
     row[P_TAU] = acc[3] + cmp[3]
     row[P_ENT] = acc[1] + cmp[1]
@@ -272,16 +282,8 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     hi_b = 1.0 + alg.clip_hi
     theta = theta0.copy()
     phi = phi0.copy()
-    zb = np.empty(K)
-    e = np.empty(K)
-    cum = np.empty(K)
-    cvec = np.zeros(K)
-    gth = np.zeros(K)
-    ibuf = np.empty(K, np.int64)
-    sc = ibuf.view(np.float64)
-    cnt = np.zeros(K, np.int64)
+    zb, e, cum, cvec, gth, ibuf, sc, cnt, touched = _scratch(K, N)
     D = min(N, K)
-    touched = np.empty(D + 1, np.int64)
     # the batch's sampled groups, kept for inner updates 2 .. inner: actions, counts, X, p_old
     nb = B if inner > 1 else 1
     tb = np.empty((nb, D), np.int64)
@@ -311,12 +313,8 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     isact = np.zeros((na, K if lazy else 1), np.uint8)
     last = np.zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
     counts = np.zeros((n_train, N_CNT), np.int64)
-    state = np.empty(2, np.uint64)
-    state[0] = key
-    state[1] = 0
-    ostate = np.empty(2, np.uint64)
-    ostate[0] = _mix64(key ^ ORDER_SALT)
-    ostate[1] = 0
+    state = new_stream(key)
+    ostate = new_stream(_mix64(key ^ ORDER_SALT))
     perm = np.arange(n_train)
     pos = n_train
     inv_n = 1.0 / (B * N)
@@ -479,23 +477,11 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
     """
     K = theta.shape[0]
     N = alg.N
-    zb = np.empty(K)
-    e = np.empty(K)
-    cum = np.empty(K)
-    cvec = np.zeros(K)
-    gth = np.zeros(K)
-    ibuf = np.empty(K, np.int64)
-    sc = ibuf.view(np.float64)
-    cnt = np.zeros(K, np.int64)
-    touched = np.empty(min(N, K) + 1, np.int64)
+    zb, e, cum, cvec, gth, ibuf, sc, cnt, touched = _scratch(K, N)
     pold = np.empty(1)
     counts = np.zeros(N_CNT, np.int64)
-    state = np.empty(2, np.uint64)
-    state[0] = key
-    state[1] = 0
-    ostate = np.empty(2, np.uint64)
-    ostate[0] = _mix64(key ^ ORDER_SALT)
-    ostate[1] = 0
+    state = new_stream(key)
+    ostate = new_stream(_mix64(key ^ ORDER_SALT))
     perm = np.arange(n_train)
     inv_n = 1.0 / (B * N)
     for _ in range(n_draws):

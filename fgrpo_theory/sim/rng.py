@@ -12,7 +12,7 @@ import numpy as np
 from ._jit import jit_exact_inline
 from .keys import GOLDEN_INT, M1_INT, M2_INT
 
-__all__ = ["next_u64", "next_uniform", "next_uniform_open0", "next_exp"]
+__all__ = ["next_u64", "next_uniform", "next_uniform_open0", "next_exp", "new_stream"]
 
 GOLDEN = np.uint64(GOLDEN_INT)
 M1 = np.uint64(M1_INT)
@@ -56,3 +56,12 @@ def next_uniform_open0(state):
 def next_exp(state):
     """Standard exponential variate ``-log(U)``, U in (0, 1]."""
     return -np.log(next_uniform_open0(state))
+
+
+@jit_exact_inline
+def new_stream(key):
+    """A fresh stream ``state = [key, 0]`` (its first word is ``mix64(key + GOLDEN)``)."""
+    state = np.empty(2, np.uint64)
+    state[0] = key
+    state[1] = 0
+    return state
