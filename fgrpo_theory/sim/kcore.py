@@ -168,6 +168,16 @@ _BLOCK = 64  # actions per block of the i.i.d. sampler's two-level CDF
 
 
 @jit_fast_inline
+def _walk(e, k, c, t, end):
+    """Walk the CDF up from action ``k`` (``c`` = the CDF at ``k``) to the first action whose
+    CDF exceeds ``t``, stopping at ``end``; returns the action and its CDF."""
+    while c <= t and k < end:
+        k += 1
+        c += e[k]
+    return k, c
+
+
+@jit_fast_inline
 def _sample_iid(e, cum, correct, N, state, cnt, touched):
     """N i.i.d. draws by inverse CDF; returns (distinct, X).
 
@@ -211,9 +221,7 @@ def _sample_iid(e, cum, correct, N, state, cnt, touched):
             k = lo * _BLOCK
             end = min(k + _BLOCK, K) - 1
             c = (cum[lo - 1] if lo > 0 else 0.0) + e[k]
-            while c <= t and k < end:
-                k += 1
-                c += e[k]
+            k, c = _walk(e, k, c, t, end)
         nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
     return nd, X
 
@@ -233,9 +241,7 @@ def _sample_sorted(e, total, gaps, correct, N, state, cnt, touched):
     ck = e[0]
     for j in range(N):
         t = gaps[j] * scale
-        while ck <= t and k < K - 1:
-            k += 1
-            ck += e[k]
+        k, ck = _walk(e, k, ck, t, K - 1)
         nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
     return nd, X
 
@@ -249,22 +255,12 @@ def _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd):
 
 @jit_elementwise
 def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
-    bc1 = 1.0 - b1**t
-    bc2 = 1.0 - b2**t
-    step = lr / bc1
-    isb = 1.0 / np.sqrt(bc2)
-    decay = 1.0 - lr * wd if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
-    a1 = 1.0 - b1
-    a2 = 1.0 - b2
+    sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
+    l2 = sc[8]
     for i in range(z.shape[0]):  # no reduction here: it would block vectorization
         zi = z[i]
         g = (e[i] * inv_s * C - cvec[i]) * inv_n + l2 * zi  # gradient of the loss -J
-        m = b1 * mm[i] + a1 * g
-        v = b2 * vv[i] + a2 * g * g
-        mm[i] = m
-        vv[i] = v
-        z[i] = zi * decay - step * m / (np.sqrt(v) * isb + eps)
+        _adam_move(z, mm, vv, i, zi, g, sc)
 
 
 @jit_fast_inline
