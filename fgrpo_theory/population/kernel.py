@@ -48,7 +48,6 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _exp_shift,
     _kadd,
     _log_norm,
-    _log_prob_term,
     _max,
     _sample_iid,
     _sgd,
@@ -155,11 +154,14 @@ def _prompt_metrics(z, correct, rare, row, acc, cmp):
         cmp[j] = 0.0
     m, ls = _log_norm(z, acc, cmp)
     for i in range(K):
-        lp = z[i] - m - ls
-        p = _log_prob_term(acc, cmp, lp, correct[i])
-        if correct[i] and rare[i]:
-            _kadd(acc, cmp, 3, p)
-            _kadd(acc, cmp, 4, -lp)
+        lp = z[i] - m - ls  # written out, as in the simulator's _metrics: the same terms
+        p = np.exp(lp)  # through an inlined helper measured 3x slower (K = 128,000)
+        _kadd(acc, cmp, 1, -p * lp)
+        if correct[i]:
+            _kadd(acc, cmp, 2, p)
+            if rare[i]:
+                _kadd(acc, cmp, 3, p)
+                _kadd(acc, cmp, 4, -lp)
     row[P_MU] = acc[2] + cmp[2]
     row[P_TAU] = acc[3] + cmp[3]
     row[P_ENT] = acc[1] + cmp[1]

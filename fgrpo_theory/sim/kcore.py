@@ -315,17 +315,6 @@ def _log_norm(z, acc, cmp):
 
 
 @jit_fast_inline
-def _log_prob_term(acc, cmp, lp, is_correct):
-    """Add the entropy term ``-p log p`` (slot 1) and, for a correct action, ``p`` to the correct
-    mass (slot 2) of ``p = exp(lp)``, compensated; returns ``p``."""
-    p = np.exp(lp)
-    _kadd(acc, cmp, 1, -p * lp)
-    if is_correct:
-        _kadd(acc, cmp, 2, p)
-    return p
-
-
-@jit_fast_inline
 def _masked_sum8(e, cf):
     """``sum_i e[i] cf[i]`` with 8 interleaved accumulators (the cheap correct mass)."""
     K = e.shape[0]

@@ -62,7 +62,6 @@ from .kcore import (
     _kadd2,
     _local_rng,
     _log_norm,
-    _log_prob_term,
     _masked_sum8,
     _max,
     _sample_iid,
@@ -114,8 +113,10 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     m, ls = _log_norm(z, acc, cmp)
     for i in range(K):
         lp = z[i] - m - ls
-        p = _log_prob_term(acc, cmp, lp, correct[i])
+        p = np.exp(lp)
+        _kadd(acc, cmp, 1, -p * lp)
         if correct[i]:
+            _kadd(acc, cmp, 2, p)
             d = p0[i] - p
             if d > 0.0:
                 _kadd(acc, cmp, 3, d)
