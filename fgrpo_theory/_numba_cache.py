@@ -6,21 +6,23 @@ By default Numba writes a ``cache=True`` function's machine code next to its sou
 that answers only for this package's source files: their cache goes to ``<cache>/numba/``, where
 ``<cache>`` is :func:`user_cache_dir` (``$FGRPO_THEORY_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/fgrpo-theory``, else ``~/.cache/fgrpo-theory``). Other packages' Numba code is
-untouched, and a ``NUMBA_CACHE_DIR`` the user set wins (Numba's own locator then serves it).
+untouched, and a ``NUMBA_CACHE_DIR`` the user set chooses the folder instead.
 
 Staleness. Numba stamps a cache file with its own source file only, so a kernel that compiles
-in a helper from another file would keep running the old helper after an edit there. This
-locator's stamp therefore covers every kernel source of the package (found by
-:func:`kernel_sources`): an edit to any of them recompiles all kernels,
-which is what lets the kernels share one set of primitives (:mod:`fgrpo_theory.sim.kcore`).
-``tests/test_numba_cache.py`` edits a helper in a copy of the package and checks the kernel that
-calls it is recompiled. A ``NUMBA_CACHE_DIR`` the user set chooses the folder, and the stamp is
+in a helper from another file, or a module-level constant imported from one (Numba freezes
+globals into the machine code), would keep the old one after an edit there. This locator's stamp
+therefore covers every kernel source of the package and every package module they import,
+transitively (:func:`kernel_sources`): an edit to any of them recompiles all kernels, which is
+what lets the kernels share one set of primitives (:mod:`fgrpo_theory.sim.kcore`).
+``tests/test_numba_cache.py`` edits a helper and a constant's module in a copy of the package and
+checks the kernel that uses them is recompiled. With a ``NUMBA_CACHE_DIR`` set, the stamp is
 still this one. If Numba's private locator API changes, registration is skipped and Numba's
 default behaviour applies (a warning is not worth a broken import).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -47,20 +49,59 @@ def user_cache_dir() -> Path:
     return base / "fgrpo-theory"
 
 
-_KERNEL_MARKS = re.compile(r"^(from numba import |@njit|@jit_)", re.MULTILINE)
+_KERNEL_MARKS = re.compile(r"^(from numba import |import numba|@njit|@numba\.|@jit_)", re.M)
+
+
+def _package_imports(path: Path) -> set[Path]:
+    """The package's modules that ``path`` imports at module level (``from .x import y``,
+    ``from ..x import y``, ``from . import x``, ``import fgrpo_theory.x``), as files."""
+    rel = path.relative_to(_PACKAGE_DIR).with_suffix("")
+    pkg = list(rel.parts[:-1])
+    found: set[Path] = set()
+
+    def add(parts: list[str]) -> None:
+        if not parts:
+            return
+        base = _PACKAGE_DIR.joinpath(*parts)
+        for cand in (base.with_suffix(".py"), base / "__init__.py"):
+            if cand.is_file():
+                found.add(cand)
+
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module.split(".") if node.module else []
+            if node.level:
+                parts = pkg[: len(pkg) - node.level + 1] + mod
+            elif mod and mod[0] == _PACKAGE_DIR.name:
+                parts = mod[1:]
+            else:
+                continue
+            add(parts)
+            for alias in node.names:  # "from . import kernels": a module
+                add([*parts, alias.name])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                head, _, rest = alias.name.partition(".")
+                if head == _PACKAGE_DIR.name:
+                    add(rest.split(".") if rest else [])
+    return found
 
 
 @lru_cache(maxsize=1)
 def kernel_sources() -> tuple[Path, ...]:
-    """The package's kernel sources: every module that imports from ``numba`` or decorates a
-    function with ``njit`` or one of the flavours of :mod:`fgrpo_theory.sim._jit`."""
-    return tuple(
-        sorted(
-            p
-            for p in _PACKAGE_DIR.rglob("*.py")
-            if _KERNEL_MARKS.search(p.read_text(encoding="utf-8"))
-        )
-    )
+    """The files a compiled kernel may depend on: every module of the package that imports
+    ``numba`` or decorates a function with ``njit`` or a flavour of :mod:`fgrpo_theory.sim._jit`,
+    and every package module those import, transitively (helpers and module-level constants,
+    which Numba compiles in)."""
+    todo = [p for p in _PACKAGE_DIR.rglob("*.py") if _KERNEL_MARKS.search(p.read_text("utf-8"))]
+    seen: set[Path] = set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        todo.extend(_package_imports(p) - seen)
+    return tuple(sorted(seen))
 
 
 @lru_cache(maxsize=1)

@@ -107,3 +107,32 @@ def test_an_edit_to_a_helper_in_another_file_recompiles_the_kernel(tmp_path):
     edited, hits = _run_probe(root, cache)
     assert hits == 0
     assert edited == first / 2
+
+
+def test_an_edit_to_a_constant_a_kernel_imports_recompiles_it(tmp_path):
+    """Numba freezes module-level globals into the machine code: the random stream's multiplier
+    comes from sim/keys.py (no Numba there), so the stamp must cover the modules the kernel
+    sources import. (Found by review: with the kernel sources alone, the edited run was served
+    the old constant from the cache while the Python mirror of the stream used the new one.)"""
+    root = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "fgrpo_theory", root / "fgrpo_theory", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (root / "fgrpo_theory" / "_probe_kernel.py").write_text(PROBE_KERNEL)
+    cache = tmp_path / "cache"
+    first, _ = _run_probe(root, cache)
+    keys = root / "fgrpo_theory" / "sim" / "keys.py"
+    text = keys.read_text()
+    assert "M1_INT = 0xBF58476D1CE4E5B9" in text
+    keys.write_text(text.replace("M1_INT = 0xBF58476D1CE4E5B9", "M1_INT = 0xBF58476D1CE4E5B7"))
+    edited, hits = _run_probe(root, cache)
+    assert hits == 0
+    assert edited != first
+
+
+def test_kernel_sources_follow_imports():
+    from fgrpo_theory._numba_cache import _PACKAGE_DIR, kernel_sources
+
+    names = {str(p.relative_to(_PACKAGE_DIR)) for p in kernel_sources()}
+    assert {"sim/kernels.py", "sim/keys.py", "sim/records.py", "population/kernel.py"} <= names
+    assert "cli/simulate.py" not in names and "sim/runner.py" not in names

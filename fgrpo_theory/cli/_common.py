@@ -127,7 +127,8 @@ DUAL_CLIP_OPTION = typer.Option(
 DYNAMIC_SAMPLING_OPTION = typer.Option(
     None,
     "--dynamic-sampling",
-    help="Filter whose dropped groups are replaced: off, dapo (drop all-equal groups), verl "
+    help="Filter whose dropped groups are redrawn (population: see --ds-fill): off, dapo (drop "
+    "all-equal groups), verl "
     "(dapo, but keep groups of one) or openrlhf (keep LO < X/N < HI, see --ds-range).",
     show_default="off",
 )
