@@ -83,16 +83,22 @@ def _run_probe(pkg_root: Path, cache: Path) -> tuple[float, int]:
     return float(value), int(hits)
 
 
-def test_an_edit_to_a_helper_in_another_file_recompiles_the_kernel(tmp_path):
-    """A kernel compiles in a helper of another kernel file (the shared primitives); editing the
-    helper's file must recompile the kernel, not serve the cached old machine code. (With Numba's
-    own stamp, the file of the kernel alone, the edited run returns the old value from the cache.)
-    """
+def _package_copy(tmp_path: Path) -> Path:
+    """A copy of the package with the probe kernel added; returns the folder holding it."""
     root = tmp_path / "src"
     shutil.copytree(
         ROOT / "fgrpo_theory", root / "fgrpo_theory", ignore=shutil.ignore_patterns("__pycache__")
     )
     (root / "fgrpo_theory" / "_probe_kernel.py").write_text(PROBE_KERNEL)
+    return root
+
+
+def test_an_edit_to_a_helper_in_another_file_recompiles_the_kernel(tmp_path):
+    """A kernel compiles in a helper of another kernel file (the shared primitives); editing the
+    helper's file must recompile the kernel, not serve the cached old machine code. (With Numba's
+    own stamp, the file of the kernel alone, the edited run returns the old value from the cache.)
+    """
+    root = _package_copy(tmp_path)
     cache = tmp_path / "cache"
     first, _ = _run_probe(root, cache)
     again, hits = _run_probe(root, cache)
@@ -114,11 +120,7 @@ def test_an_edit_to_a_constant_a_kernel_imports_recompiles_it(tmp_path):
     comes from sim/keys.py (no Numba there), so the stamp must cover the modules the kernel
     sources import. (Found by review: with the kernel sources alone, the edited run was served
     the old constant from the cache while the Python mirror of the stream used the new one.)"""
-    root = tmp_path / "src"
-    shutil.copytree(
-        ROOT / "fgrpo_theory", root / "fgrpo_theory", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    (root / "fgrpo_theory" / "_probe_kernel.py").write_text(PROBE_KERNEL)
+    root = _package_copy(tmp_path)
     cache = tmp_path / "cache"
     first, _ = _run_probe(root, cache)
     keys = root / "fgrpo_theory" / "sim" / "keys.py"
