@@ -57,6 +57,20 @@ def test_numba_stream_matches_documented_formula():
     assert mix(0x9E3779B97F4A7C15) == 0xE220A8397B1DCDAF
 
 
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**63 + 7, 2**64 - 1])
+def test_run_keys_follow_the_documented_formula(seed):
+    # oracle: key_r = mix64(mix64(seed) ^ mix64(r + GOLDEN)) on Python integers modulo 2**64
+    def mix(x):
+        x &= (1 << 64) - 1
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
+        return x ^ (x >> 31)
+
+    base = mix(seed)
+    want = [mix(base ^ mix(r + 0x9E3779B97F4A7C15)) for r in range(300)]
+    assert run_keys(seed, 300).tolist() == want
+
+
 def test_run_keys_distinct():
     k = run_keys(0, 1000)
     assert len(set(k.tolist())) == 1000

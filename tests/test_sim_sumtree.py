@@ -24,6 +24,17 @@ COUNTS = ["groups", "active_frac", "tail_miss_rare", "tail_miss_head", "resample
         dict(lr=2.0, advantage="dr-grpo", gamma=1.0),
         dict(lr=1.0, dynamic_sampling="dapo", max_resamples=4, algo="dapo", renorm_every=7),
         dict(lr=60.0, N=5, advantage="rloo"),  # logits jump past the shift: tree rebuilds
+        # small K that concentrates: descents switch between lanes and predicted branches, and
+        # the all-correct groups' (zero-advantage) updates are skipped
+        dict(
+            K=6,
+            logits="1.0x1,0.0x5",
+            correct="0,1",
+            subsets={"rare": "1", "head": "0"},
+            lr=1.0,
+            steps=400,
+            seeds=4,
+        ),
     ],
 )
 def test_sumtree_equals_dense(extra):
@@ -94,3 +105,39 @@ def test_tree_primitives_against_searchsorted():
         assert w[k] > 0
         # the tree sums in a different order than cumsum: allow a neighbour at a rounding tie
         assert k == want or abs(cum[min(k, want)] - t) <= 1e-12 * tree[1]
+
+
+def test_lane_descents_equal_the_branching_descent_leaf_for_leaf():
+    """tree_find_lanes makes tree_find's comparisons and subtractions without branches: the same
+    leaf for every target, also at prefix sums (exact ties), next to zero-weight leaves and at
+    the top end; and both agree with the inverse CDF (searchsorted) away from rounding ties."""
+    from fgrpo_theory.sim.sumtree import tree_build, tree_find, tree_find_lanes
+
+    rng = np.random.default_rng(11)
+    for K in (1, 2, 5, 6, 17, 300):
+        P = 1
+        while P < K:
+            P *= 2
+        z = rng.normal(size=K) * 4
+        if K > 2:
+            z[rng.choice(K, K // 3, replace=False)] = -1e4  # zero-weight leaves
+        tree = np.zeros(2 * P)
+        tree_build(z, tree, P)
+        w = tree[P : P + K].copy()
+        cum = np.cumsum(w)
+        ties = np.concatenate([cum, np.nextafter(cum, 0), np.nextafter(cum, np.inf)])
+        targets = np.concatenate([rng.random(500) * tree[1], ties, [0.0, tree[1] * (1 - 2**-53)]])
+        targets = targets[(targets >= 0) & (targets < tree[1])]
+        for lo in range(0, targets.size, 16):
+            tb = targets[lo : lo + 16].copy()
+            jb = np.zeros(16, np.int64)
+            tree_find_lanes(tree, P, tb, jb, tb.size)
+            want = [tree_find(tree, P, t) for t in targets[lo : lo + 16]]
+            assert jb[: tb.size].tolist() == want
+        for t in rng.random(200) * tree[1]:
+            k = tree_find(tree, P, t)
+            ref = min(int(np.searchsorted(cum, t, side="right")), K - 1)
+            while w[ref] == 0:
+                ref -= 1
+            assert w[k] > 0
+            assert k == ref or abs(cum[min(k, ref)] - t) <= 1e-12 * tree[1]

@@ -70,8 +70,8 @@ from .kcore import (
     _tally,
 )
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
-from .rng import next_uniform
-from .sumtree import tree_build, tree_find, tree_set
+from .rng import uniform_at
+from .sumtree import tree_build, tree_find, tree_find_lanes, tree_set
 
 M_QPOS, M_MRET, M_ENT, M_GROUPS, M_ACTIVE, M_RESAMPLES, M_SUB0 = 0, 1, 2, 3, 4, 5, 6
 
@@ -228,14 +228,36 @@ def _tree_correct_sum(tree, P, correct):
     return acc[0], cmp[0]
 
 
+#: Draws whose uniforms are computed together (vectorized) and, when the sum tree's descents
+#: are done in lanes, descended together: the length of the buffers ``ub``, ``jb``.
+TREE_BATCH = 16
+
+
 @jit_fast_inline
-def _draw_tree(tree, P, correct, N, state, cnt, touched):
-    """N draws from the sum tree (inverse CDF of the same uniforms as the i.i.d. sampler)."""
+def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes):
+    """N draws from the sum tree (inverse CDF of the same uniforms as the i.i.d. sampler),
+    ``TREE_BATCH`` at a time: the uniforms first, then the descents, one after another
+    (:func:`~.sumtree.tree_find`, predicted branches) or in lanes
+    (:func:`~.sumtree.tree_find_lanes`, no branches) as ``lanes`` says; the same leaves either
+    way. Returns (distinct actions, correct draws X)."""
     nd = 0
     X = 0
-    for _ in range(N):
-        k = tree_find(tree, P, next_uniform(state) * tree[1])
-        nd, X = _tally(k, nd, X, touched, cnt, correct)
+    total = tree[1]
+    key = state[0]
+    c = state[1]
+    for lo in range(0, N, TREE_BATCH):
+        m = min(TREE_BATCH, N - lo)
+        for i in range(m):
+            ub[i] = uniform_at(key, c + np.uint64(i + 1)) * total
+        c += np.uint64(m)
+        if lanes:
+            tree_find_lanes(tree, P, ub, jb, m)
+            for i in range(m):
+                nd, X = _tally(jb[i], nd, X, touched, cnt, correct)
+        else:
+            for i in range(m):
+                nd, X = _tally(tree_find(tree, P, ub[i]), nd, X, touched, cnt, correct)
+    state[1] = c
     return nd, X
 
 
@@ -281,7 +303,10 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
     of order 1e-16 per update relative to ``exp(z - shift)`` until the next rebuild, which only
     affects a draw whose uniform falls within that distance of a CDF boundary; the logits and
     every logged metric are computed from ``z`` itself. Sampling is the same inverse-CDF map of
-    the same uniforms as the dense i.i.d. sampler.
+    the same uniforms as the dense i.i.d. sampler; the descents run in lanes without branches
+    unless the last group put >= 3/4 of its draws on one action (:func:`_draw_tree`; the same
+    leaves either way). A group whose advantages are all 0 moves nothing and its update is
+    skipped (with tabulated weights: the weight times ``exp(0) = 1`` is the weight).
     """
     K = z_io.shape[0]
     N = alg.N
@@ -358,6 +383,13 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
         etab_w = tr.etab_w
         renorm_every = tr.renorm_every
         use_tab = etab_c.shape[0] == N + 1
+        ub = np.empty(TREE_BATCH)
+        jb = np.empty(TREE_BATCH, np.int64)
+        # descents in lanes unless the last group put >= 3/4 of its draws on one action (then
+        # nearly every descent takes the same path and predicted branches are faster; lanes
+        # measured 1.9x faster over a run that stays spread at K = 6, N = 8 and 3.2x at
+        # K = 1,000, as fast on one that concentrates)
+        lanes = True
     for step in range(step_lo + 1, step_hi + 1):
         if tr is None:
             S = _exp_shift(z, e, zmax, ibuf, sc)
@@ -374,7 +406,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                     thr_step,
                 )  # fmt: skip
                 track = ti < n_thr
-            nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
+            nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes)
         groups += 1
         if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
             active += 1
@@ -387,7 +419,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                 if tr is None:
                     nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
                 else:
-                    nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched)
+                    nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes)
                 r += 1
             resamples += r
             if 0 < X < N:  # the kept group is active: count it and its tail misses
@@ -426,7 +458,18 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
             rebuild = countdown == 0
             if rebuild:
                 countdown = renorm_every
+            cmax = 0
             for j in range(nd):
+                cmax = max(cmax, cnt[touched[j]])
+            # a group whose advantages are all 0 (X = 0 or N for the zero-sum conventions)
+            # moves nothing: z + lr * 0 = z and the leaf times the tabulated exp(0) = 1 is the
+            # leaf, so its update is skipped (most steps once a run has concentrated its mass)
+            if use_tab and ac == 0.0 and aw == 0.0:
+                nd_up = 0
+                _clear_counts(cnt, touched, nd)
+            else:
+                nd_up = nd
+            for j in range(nd_up):
                 k = touched[j]
                 c = correct[k]
                 n = cnt[k]
@@ -444,6 +487,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                     wc, wcc = _kadd2(wc, wcc, -tree[P + k])
                 tree_set(tree, P, k, w)
                 cnt[k] = 0
+            lanes = 4 * cmax < 3 * N
             if rebuild:
                 shift = tree_build(z, tree, P)
                 if track:

@@ -41,6 +41,13 @@ def next_u64(state):
 
 
 @jit_exact_inline
+def uniform_at(key, c):
+    """Word ``c`` of the stream with key ``key`` as a uniform double in [0, 1) (53 bits): what
+    :func:`next_uniform` returns when the counter reaches ``c``, without the state."""
+    return float(_mix64(key + c * GOLDEN) >> S11) * INV53
+
+
+@jit_exact_inline
 def next_uniform(state):
     """Uniform double in [0, 1) with 53 random bits."""
     return float(next_u64(state) >> S11) * INV53
