@@ -14,7 +14,6 @@ file's contents, so editing a config invalidates its cache too.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
 import json
@@ -28,7 +27,7 @@ import pandas as pd
 
 import fgrpo_theory
 from fgrpo_theory import _numba_cache
-from fgrpo_theory._numba_cache import user_cache_dir
+from fgrpo_theory._numba_cache import module_file, user_cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -103,95 +102,21 @@ def _display_name(f: Path) -> str:
     return f.name
 
 
-def _module_file(name: str) -> Path | None:
-    """The file of project module ``name`` (package ``__init__.py`` or ``.py``), else None."""
-    parts = name.split(".")
-    root = _ROOTS.get(parts[0])
-    if root is None or _excluded(name):
-        return None
-    base = root.joinpath(*parts[1:])
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    return None
-
-
-def _module_name(f: Path) -> tuple[str | None, bool]:
-    """``(dotted name, is_package)`` of a project file; ``(None, False)`` outside the project."""
-    for name, root in _ROOTS.items():
-        if f.is_relative_to(root):
-            parts = [name, *f.relative_to(root).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                return ".".join(parts[:-1]), True
-            return ".".join(parts), False
-    return None, False
-
-
-def _excluded(name: str) -> bool:
-    return any(name == x or name.startswith(x + ".") for x in _NOT_COMPUTING)
-
-
-def _imports(f: Path) -> tuple[set[str], set[str]]:
-    """Modules ``f`` may import (at module level or in any function), as absolute names, and the
-    packages whose attributes it may use (``import P`` or ``from P import name``)."""
-    mod, is_pkg = _module_name(f)
-    package = (mod if is_pkg else mod.rpartition(".")[0]) if mod else ""
-    found: set[str] = set()
-    used: set[str] = set()
-    for node in ast.walk(ast.parse(f.read_bytes(), filename=str(f))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-            used.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                if not package:
-                    continue
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join([*parts, *([node.module] if node.module else [])])
-            else:
-                base = node.module or ""
-            found.add(base)
-            found.update(f"{base}.{a.name}" for a in node.names)
-            used.add(base)
-    # importing a.b.c runs a/__init__ and a/b/__init__ too
-    found = {".".join(n.split(".")[: i + 1]) for n in found for i in range(n.count(".") + 1)}
-    return found, used
-
-
 def import_closure(start: str | Path) -> list[Path]:
     """Source files of every project module reachable from ``start`` (a module name or a file).
 
-    Static: follows ``import`` and ``from ... import`` statements anywhere in a file (imports
-    inside functions included), relative imports resolved. A package whose ``__init__`` loads
-    names lazily (a module ``__getattr__``) contributes all of its modules when its attributes are
-    used. Modules under ``fgrpo_theory.plotting`` and ``fgrpo_theory.cli`` are not followed (they
-    draw or parse and never compute a cached table).
+    Static (:func:`fgrpo_theory._numba_cache.import_closure` over ``fgrpo_theory`` and the
+    experiments package): follows ``import`` and ``from ... import`` statements anywhere in a file
+    (imports inside functions included), relative imports resolved, and the enclosing packages an
+    import runs. A package whose ``__init__`` loads names lazily (a module ``__getattr__``)
+    contributes all of its modules when its attributes are used. Modules under
+    ``fgrpo_theory.plotting`` and ``fgrpo_theory.cli`` are not followed (they draw or parse and
+    never compute a cached table).
     """
-    first = Path(start) if isinstance(start, Path) else _module_file(start)
+    first = Path(start) if isinstance(start, Path) else module_file(start, _ROOTS, _NOT_COMPUTING)
     if first is None or not first.is_file():
         raise ValueError(f"module must be a project module or file; got {str(start)!r}")
-    seen: set[Path] = set()
-    stack = [first.resolve()]
-    while stack:
-        f = stack.pop()
-        if f in seen:
-            continue
-        seen.add(f)
-        found, used = _imports(f)
-        for name in found:
-            g = _module_file(name)
-            if g is None:
-                continue
-            stack.append(g)
-            lazy = g.name == "__init__.py" and "__getattr__" in g.read_text(encoding="utf-8")
-            if lazy and name in used:
-                for h in sorted(g.parent.rglob("*.py")):
-                    sub, _ = _module_name(h)
-                    if sub is not None and not _excluded(sub):
-                        stack.append(h)
-    return sorted(seen)
+    return _numba_cache.import_closure([first], _ROOTS, exclude=_NOT_COMPUTING)
 
 
 def module_sources(start: str | Path) -> str:

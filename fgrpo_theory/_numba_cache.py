@@ -1,4 +1,5 @@
-"""Where Numba keeps the compiled kernels of this package: the user's cache folder.
+"""Where Numba keeps the compiled kernels of this package (the user's cache folder), and the static
+import graph that says which sources a cached result depends on.
 
 By default Numba writes a ``cache=True`` function's machine code next to its source, in
 ``__pycache__``; for an installed wheel that is site-packages, which a library must not write to
@@ -18,6 +19,11 @@ what lets the kernels share one set of primitives (:mod:`fgrpo_theory.sim.kcore`
 checks the kernel that uses them is recompiled. With a ``NUMBA_CACHE_DIR`` set, the stamp is
 still this one. If Numba's private locator API changes, registration is skipped and Numba's
 default behaviour applies (a warning is not worth a broken import).
+
+The static import graph (:func:`import_closure`, read with :mod:`ast`, nothing imported) is the
+one the figure cache of the experiments package keys on too, over the whole file and the
+packages an import runs; the kernels' stamp reads only what runs at import and the modules
+named.
 """
 
 from __future__ import annotations
@@ -26,10 +32,20 @@ import ast
 import hashlib
 import os
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["CACHE_ENV", "user_cache_dir", "register", "kernel_sources"]
+__all__ = [
+    "CACHE_ENV",
+    "user_cache_dir",
+    "register",
+    "kernel_sources",
+    "import_closure",
+    "file_imports",
+    "module_file",
+    "module_name",
+]
 
 #: Environment variable that overrides the cache folder (figure tables, runs, Numba code).
 CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
@@ -49,59 +65,140 @@ def user_cache_dir() -> Path:
     return base / "fgrpo-theory"
 
 
-_KERNEL_MARKS = re.compile(r"^(from numba import |import numba|@njit|@numba\.|@jit_)", re.M)
+#: Import name of a project package -> its folder (what the static import graph resolves).
+Roots = Mapping[str, Path]
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _package_imports(path: Path) -> set[Path]:
-    """The package's modules that ``path`` imports at module level (``from .x import y``,
-    ``from ..x import y``, ``from . import x``, ``import fgrpo_theory.x``), as files."""
-    rel = path.relative_to(_PACKAGE_DIR).with_suffix("")
-    pkg = list(rel.parts[:-1])
-    found: set[Path] = set()
+def _excluded(name: str, exclude: Iterable[str]) -> bool:
+    return any(name == x or name.startswith(x + ".") for x in exclude)
 
-    def add(parts: list[str]) -> None:
-        if not parts:
-            return
-        base = _PACKAGE_DIR.joinpath(*parts)
-        for cand in (base.with_suffix(".py"), base / "__init__.py"):
-            if cand.is_file():
-                found.add(cand)
 
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ImportFrom):
-            mod = node.module.split(".") if node.module else []
-            if node.level:
-                parts = pkg[: len(pkg) - node.level + 1] + mod
-            elif mod and mod[0] == _PACKAGE_DIR.name:
-                parts = mod[1:]
-            else:
+def module_file(name: str, roots: Roots, exclude: Iterable[str] = ()) -> Path | None:
+    """The file of module ``name`` (a package's ``__init__.py``, else ``<name>.py``) under
+    ``roots``; None outside them, for a name that is no file (``from m import function``), or
+    for a name in or under one of ``exclude``."""
+    parts = name.split(".")
+    root = roots.get(parts[0])
+    if root is None or _excluded(name, exclude):
+        return None
+    base = root.joinpath(*parts[1:])
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def module_name(path: Path, roots: Roots) -> tuple[str | None, bool]:
+    """``(dotted name, is_package)`` of a file under ``roots``; ``(None, False)`` outside them."""
+    for name, root in roots.items():
+        if path.is_relative_to(root):
+            parts = [name, *path.relative_to(root).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                return ".".join(parts[:-1]), True
+            return ".".join(parts), False
+    return None, False
+
+
+def _import_nodes(tree: ast.AST, in_functions: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif in_functions or not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def file_imports(path: Path, roots: Roots, *, in_functions: bool) -> tuple[set[str], set[str]]:
+    """What ``path`` imports, as absolute module names, and the packages whose attributes it may
+    use (``import P``, ``from P import name``).
+
+    A ``from P import x`` names ``P`` and ``P.x`` (``x`` may be a module); relative imports are
+    resolved against the file's place under ``roots``. ``in_functions``: also the imports inside
+    function bodies (else those that run when the module is imported).
+    """
+    mod, is_pkg = module_name(path, roots)
+    package = (mod if is_pkg else mod.rpartition(".")[0]) if mod else ""
+    found: set[str] = set()
+    used: set[str] = set()
+    for node in _import_nodes(ast.parse(path.read_bytes(), filename=str(path)), in_functions):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+            used.update(a.name for a in node.names)
+            continue
+        if node.level:
+            if not package:
                 continue
-            add(parts)
-            for alias in node.names:  # "from . import kernels": a module
-                add([*parts, alias.name])
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                head, _, rest = alias.name.partition(".")
-                if head == _PACKAGE_DIR.name:
-                    add(rest.split(".") if rest else [])
-    return found
+            parts = package.split(".")
+            parts = parts[: len(parts) - node.level + 1]
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        else:
+            base = node.module or ""
+        found.add(base)
+        found.update(f"{base}.{a.name}" for a in node.names)
+        used.add(base)
+    return found, used
+
+
+def import_closure(
+    starts: Iterable[Path],
+    roots: Roots,
+    *,
+    in_functions: bool = True,
+    packages: bool = True,
+    exclude: Iterable[str] = (),
+) -> list[Path]:
+    """The files of every module under ``roots`` reachable from the files ``starts``, sorted.
+
+    A static graph (:func:`file_imports`; nothing is imported). ``in_functions``: follow imports
+    inside functions too. ``packages``: also follow what an import runs besides the named
+    module, namely the enclosing packages (``import a.b.c`` runs ``a`` and ``a.b``) and, for a
+    package whose ``__init__`` loads names lazily (a module ``__getattr__``) and whose attributes
+    are used, all of its modules. Modules in or under ``exclude`` are not followed.
+    """
+    exclude = tuple(exclude)
+    roots = {name: Path(root).resolve() for name, root in roots.items()}
+    seen: set[Path] = set()
+    stack = [Path(p).resolve() for p in starts]
+    while stack:
+        f = stack.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        found, used = file_imports(f, roots, in_functions=in_functions)
+        if packages:
+            found = {
+                ".".join(n.split(".")[: i + 1]) for n in found for i in range(n.count(".") + 1)
+            }
+        for name in found:
+            g = module_file(name, roots, exclude)
+            if g is None:
+                continue
+            stack.append(g)
+            lazy = packages and name in used and g.name == "__init__.py"
+            if lazy and "__getattr__" in g.read_text(encoding="utf-8"):
+                for h in sorted(g.parent.rglob("*.py")):
+                    sub, _ = module_name(h, roots)
+                    if sub is not None and not _excluded(sub, exclude):
+                        stack.append(h)
+    return sorted(seen)
+
+
+_KERNEL_MARKS = re.compile(r"^(from numba import |import numba|@njit|@numba\.|@jit_)", re.M)
 
 
 @lru_cache(maxsize=1)
 def kernel_sources() -> tuple[Path, ...]:
     """The files a compiled kernel may depend on: every module of the package that imports
     ``numba`` or decorates a function with ``njit`` or a flavour of :mod:`fgrpo_theory.sim._jit`,
-    and every package module those import, transitively (helpers and module-level constants,
-    which Numba compiles in)."""
-    todo = [p for p in _PACKAGE_DIR.rglob("*.py") if _KERNEL_MARKS.search(p.read_text("utf-8"))]
-    seen: set[Path] = set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        todo.extend(_package_imports(p) - seen)
-    return tuple(sorted(seen))
+    and every package module those import when they are imported, transitively (helpers and
+    module-level constants, which Numba compiles in; not the enclosing packages, whose code a
+    kernel does not use)."""
+    kernels = [p for p in _PACKAGE_DIR.rglob("*.py") if _KERNEL_MARKS.search(p.read_text("utf-8"))]
+    roots = {_PACKAGE_DIR.name: _PACKAGE_DIR}
+    return tuple(import_closure(kernels, roots, in_functions=False, packages=False))
 
 
 @lru_cache(maxsize=1)

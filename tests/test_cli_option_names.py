@@ -16,6 +16,7 @@ import pytest
 from fgrpo_theory.cli import main
 
 SIM = ["simulate", "--K", "4", "--N", "2", "--steps", "2", "--seeds", "1", "--format", "csv"]
+POP = ["population", "--preset", "quick", "--format", "csv"]
 MASS = ["mass", "--logits", "0x3,1", "--correct", "0..1", "--samples", "10", "--format", "csv"]
 
 
@@ -72,6 +73,22 @@ CASES = [
     (_sim("--dynamic-sampling", "bogus"), "--dynamic-sampling", "bogus"),
     (_sim("--ds-range", "0.9,0.1"), "--ds-range", "0.9"),
     (_sim("--config", "missing.toml"), "--config", "missing.toml"),
+    # a value Typer cannot convert to the option's int or float type: the option and the value
+    # (Typer's own words named the option only: "Input should be a valid integer")
+    *[(_sim(o, "1.5"), o, "'1.5'") for o in ("--inner-updates", "--steps", "--seeds", "--K")],
+    *[(_sim(o, "x"), o, "'x'") for o in ("--seed", "--max-resamples", "--log-every", "--threads")],
+    (_sim("--steps", "1e3"), "--steps", "'1e3'"),
+    (_sim("--lr", "abc"), "--lr", "'abc'"),
+    (_sim("--weight-decay", "1,2"), "--weight-decay", "'1,2'"),
+    *[(POP + [o, "2.5"], o, "'2.5'") for o in ("--inner-updates", "--steps", "--seeds", "--seed")],
+    (POP + ["--threads", "x"], "--threads", "'x'"),
+    (POP + ["--clip-low", "wide"], "--clip-low", "'wide'"),
+    (["figures", "fig1a_tail_miss", "--dpi", "300.5"], "--dpi", "'300.5'"),
+    (["compare-passk", "--m", "1.5"], "--m", "'1.5'"),
+    # a dynamic-sampling option without a filter: the filter is named as its option
+    (_sim("--ds-range", "0.2,0.8"), "--ds-range", "0.2"),
+    (POP + ["--ds-range", "0.2,0.8"], "--ds-range", "0.2"),
+    (POP + ["--ds-fill", "next-prompt"], "--ds-fill", "next-prompt"),
     # lr-multiplier: the library's bound on gamma
     (["lr-multiplier", "--gamma", "1e300"], "--gamma", "1e+300"),
     # mass: rule, lr, N, samples and group in the user's words
@@ -130,3 +147,39 @@ def test_figures_out_that_cannot_be_made(capsys, tmp_path):
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("Error: --out "), err
     assert list(tmp_path.iterdir()) == [blocker]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (_sim("--inner-updates", "1.5"), "--inner-updates must be an integer; got '1.5'"),
+        (POP + ["--inner-updates=1.5"], "--inner-updates must be an integer; got '1.5'"),
+        (POP + ["--seeds", "2", "--seeds", "x"], "--seeds must be an integer; got 'x'"),
+        (_sim("--lr", "abc"), "--lr must be a number; got 'abc'"),
+        (
+            _sim("--ds-range", "0.2,0.8"),
+            "--ds-range must be None unless --dynamic-sampling = 'openrlhf'; got [0.2, 0.8]",
+        ),
+        (
+            POP + ["--ds-fill", "next-prompt"],
+            "--ds-fill must be 'redraw' unless --dynamic-sampling is on; got 'next-prompt'",
+        ),
+    ],
+)
+def test_unconverted_numbers_and_dynamic_sampling_in_option_words(argv, message, capsys):
+    """The whole line: the option and the value typed, in the words of every other user error;
+    the filter a dynamic-sampling option needs is named as the option --dynamic-sampling."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err == f"Error: {message}\n" and out == ""
+
+
+def test_a_config_key_in_the_requirement_stays_a_key(capsys, tmp_path):
+    """Only a message whose argument the user typed is put in option words: a ds_range from the
+    config file keeps naming the key dynamic_sampling, as the file does."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("K = 4\nN = 2\nsteps = 2\nseeds = 1\nds_range = [0.2, 0.8]\n")
+    assert main(["simulate", "--config", str(cfg), "--format", "csv"]) == 2
+    assert capsys.readouterr().err == (
+        "Error: ds_range must be None unless dynamic_sampling = 'openrlhf'; got [0.2, 0.8]\n"
+    )

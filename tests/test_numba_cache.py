@@ -138,3 +138,67 @@ def test_kernel_sources_follow_imports():
     names = {str(p.relative_to(_PACKAGE_DIR)) for p in kernel_sources()}
     assert {"sim/kernels.py", "sim/keys.py", "sim/records.py", "population/kernel.py"} <= names
     assert "cli/simulate.py" not in names and "sim/runner.py" not in names
+
+
+def _hand_package(tmp_path: Path) -> Path:
+    """A tiny package ``pkg`` whose imports are read off by hand in the test below."""
+    files = {
+        "__init__.py": "",
+        "a.py": (
+            "from __future__ import annotations\n"
+            "import os\n"
+            "from . import b\n"  # a module imported from the package
+            "from .sub.c import VALUE\n"  # relative, two levels: pkg.sub.c (and runs pkg.sub)
+            "import pkg.d\n"  # absolute package import
+            "class K:\n"
+            "    from .g import H\n"  # a class body runs at import
+            "def f():\n"
+            "    from . import e\n"  # runs only when f is called
+            "    from . import skipped\n"
+        ),
+        "b.py": "X = 1\n",
+        "d.py": "",
+        "e.py": "from .sub.lazy import name\n",  # an attribute of a lazy package
+        "f.py": "",
+        "g.py": "H = 2\n",
+        "skipped.py": "from . import f\n",
+        "sub/__init__.py": "",
+        "sub/c.py": "VALUE = 3\n",
+        "sub/lazy/__init__.py": "def __getattr__(name):\n    raise AttributeError(name)\n",
+        "sub/lazy/m.py": "",
+        "sub/lazy/n.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    return tmp_path / "pkg"
+
+
+def test_import_closure_by_hand(tmp_path):
+    from fgrpo_theory._numba_cache import file_imports, import_closure, module_file
+
+    pkg = _hand_package(tmp_path)
+    roots = {"pkg": pkg}
+
+    def closure(**kw):
+        files = import_closure([pkg / "a.py"], roots, **kw)
+        return {str(p.relative_to(pkg.resolve())) for p in files}
+
+    found, used = file_imports(pkg / "a.py", roots, in_functions=False)
+    assert found == {"__future__", "__future__.annotations", "os", "pkg", "pkg.b", "pkg.sub.c",
+                     "pkg.sub.c.VALUE", "pkg.d", "pkg.g", "pkg.g.H"}  # fmt: skip
+    assert used == {"__future__", "os", "pkg", "pkg.sub.c", "pkg.d", "pkg.g"}
+    assert module_file("pkg.sub.c.VALUE", roots) is None  # a name, not a module
+    assert module_file("pkg.sub", roots) == pkg / "sub" / "__init__.py"
+    assert module_file("pkg.sub.c", roots, exclude=("pkg.sub",)) is None
+
+    # module level, named modules only (the Numba stamp): not pkg/sub/__init__, not e, skipped
+    kernel_like = {"a.py", "__init__.py", "b.py", "sub/c.py", "d.py", "g.py"}
+    assert closure(in_functions=False, packages=False) == kernel_like
+    # the whole file, with the packages an import runs (the figure cache): e is imported in f,
+    # it uses the lazy package pkg.sub.lazy, which brings all its modules; skipped brings f
+    whole = kernel_like | {"sub/__init__.py", "e.py", "skipped.py", "f.py"}
+    lazy = {"sub/lazy/__init__.py", "sub/lazy/m.py", "sub/lazy/n.py"}
+    assert closure() == whole | lazy
+    assert closure(exclude=("pkg.skipped",)) == (whole | lazy) - {"skipped.py", "f.py"}
+    assert closure(packages=False) == (whole | {"sub/lazy/__init__.py"}) - {"sub/__init__.py"}

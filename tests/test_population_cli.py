@@ -68,7 +68,7 @@ def test_population_dynamic_sampling_filters(cli, tmp_path):
     r = cli("population", "--preset", "quick", "--dynamic-sampling", "yes")
     assert r.code == 2 and r.err.startswith("Error: --dynamic-sampling must be one of off, dapo")
     r = cli("population", "--preset", "quick", "--ds-range", "0.2,0.8")
-    assert r.code == 2 and "--ds-range must be None unless dynamic_sampling" in r.err
+    assert r.code == 2 and "--ds-range must be None unless --dynamic-sampling" in r.err
 
 
 def test_population_algorithm_options(cli, tmp_path):

@@ -478,7 +478,7 @@ def test_cli_dual_clip_off_overrides_a_file(cli, tmp_path):
         (["--dual-clip", "x"], "--dual-clip"),
         (["--dual-clip", "2,3"], "--dual-clip must be one number c > 1 (e.g. 3) or off"),
         (["--dynamic-sampling", "yes"], "--dynamic-sampling must be one of off, dapo, verl"),
-        (["--ds-range", "0.2,0.8"], "--ds-range must be None unless dynamic_sampling"),
+        (["--ds-range", "0.2,0.8"], "--ds-range must be None unless --dynamic-sampling"),
         (["--dynamic-sampling", "openrlhf", "--ds-range", "0.2"],
          "--ds-range must be two values LO,HI such as 0,1"),
         (["--clip-low", "2"], "--clip-low must be in [0.0, 1.0]; got 2.0"),

@@ -38,8 +38,10 @@ def _in_option_words(message: str, args: Sequence[str]) -> str:
     has the option ``--<argument>`` (underscores as hyphens: ``by_step`` is ``--by-step``; a few
     arguments are set by an option of another name, :data:`_SET_BY`, and a named entry such as
     ``subsets.rare`` reads ``--subset rare``) and the user typed it, the message names the option,
-    so a user reads the words they typed. Other messages pass as they are (they name an option, a
-    file, a column, or the key of a config file or preset the value came from).
+    so a user reads the words they typed; another argument the requirement names in snake_case
+    (``unless dynamic_sampling = 'openrlhf'``) then reads as its option too, where the command
+    has it (``--dynamic-sampling``). Other messages pass as they are (they name an option, a file,
+    a column, or the key of a config file or preset the value came from).
     """
     import re
 
@@ -63,8 +65,51 @@ def _in_option_words(message: str, args: Sequence[str]) -> str:
         words = f"{words} {entry}"
     typed = any(a == option or a.startswith(option + "=") for a in args)
     # only an option the user typed: a value from a config file or preset keeps its key's name
-    rest = message[m.end() - len(" must ") :]
-    return words + rest if option in opts and typed else message
+    if option not in opts or not typed:
+        return message
+    requirement, got, value = message[m.end() - len(" must ") :].partition("; got ")
+
+    def as_option(word: re.Match[str]) -> str:
+        other = "--" + word.group().replace("_", "-")
+        return other if other in opts else word.group()
+
+    requirement = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", as_option, requirement)
+    return words + requirement + got + value
+
+
+#: What an option's value must be, by the kind of number Typer failed to convert it to (Click's
+#: type name, or the head of Pydantic's error type, which newer Typer versions convert with).
+_NUMBER_KINDS = {"integer": "an integer", "int": "an integer", "float": "a number"}
+
+
+def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
+    """``"--steps must be an integer; got '1.5'"`` for an option value Typer could not convert to
+    the option's int or float type, else None.
+
+    Typer's own message names the option but not the value ("Input should be a valid integer");
+    this one reads like every other user error (:func:`fgrpo_theory._validate.fail`), for every
+    int and float option of every command. The value is the last one the user typed for it.
+    """
+    from .._validate import format_value
+
+    param = getattr(e, "param", None)
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    kind = getattr(getattr(param, "type", None), "name", None)
+    errors = getattr(e.__cause__, "errors", None)
+    if callable(errors):
+        first = (errors() or [{}])[0]
+        kind = str(first.get("type", "")).partition("_")[0]
+    requirement = _NUMBER_KINDS.get(str(kind))
+    typed = None  # (option, value) as last typed: "--steps 1.5" or "--steps=1.5"
+    for i, a in enumerate(args):
+        name, eq, value = a.partition("=")
+        if a in opts and i + 1 < len(args):
+            typed = (a, args[i + 1])
+        elif eq and name in opts:
+            typed = (name, value)
+    if requirement is None or typed is None:
+        return None
+    return f"{typed[0]} must be {requirement}; got {format_value(typed[1])}"
 
 
 def _error(message: str) -> int:
@@ -98,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _error(f"cannot use the path{where}: {e.strerror or e}")
     except Exception as e:  # Typer's usage errors (bad option, missing value, ...)
         if hasattr(e, "format_message") and hasattr(e, "exit_code"):
-            _error(" ".join(e.format_message().split()))
+            _error(_unconverted_number(e, args) or e.format_message())
             code = e.exit_code or 2
         else:
             raise
