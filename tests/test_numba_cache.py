@@ -53,7 +53,7 @@ def test_a_numba_cache_dir_set_by_the_user_wins(tmp_path):
 PROBE_KERNEL = """\
 from numba import njit
 
-from .sim.kernels import next_uniform
+from .sim.rng import next_uniform
 
 
 @njit(cache=True)
@@ -103,7 +103,7 @@ def test_an_edit_to_a_helper_in_another_file_recompiles_the_kernel(tmp_path):
     first, _ = _run_probe(root, cache)
     again, hits = _run_probe(root, cache)
     assert again == first and hits == 1  # unchanged sources: served from the cache
-    from fgrpo_theory.sim.kernels import next_uniform
+    from fgrpo_theory.sim.rng import next_uniform
 
     defined_in = Path(next_uniform.py_func.__code__.co_filename).resolve()
     helper = root / defined_in.relative_to(ROOT)  # the helper's file, in the copy
