@@ -113,3 +113,46 @@ def _as_f64_ov(z):
     if isinstance(z, types.Array) and z.dtype == types.float64:
         return lambda z: z
     return lambda z: z.astype(np.float64)
+
+
+_B32 = 64  # float32 weights summed per block in float32 lanes before a float64 accumulation
+
+
+@jit_fast_inline
+def _sum8_32(e):
+    """Sum of float32 ``e``: blocks of 64 summed in 8 interleaved float32 lanes (8 terms each,
+    so a block's relative rounding error is <= 11 float32 ulps, ~7e-7, whatever K), block totals
+    accumulated in float64. A fixed order (bit-reproducible) that vectorizes; converting every
+    term to float64 instead measured 2x slower than the float64 sum."""
+    K = e.shape[0]
+    s = 0.0
+    K64 = K - K % _B32
+    for b in range(0, K64, _B32):
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _ZERO32
+        for i in range(b, b + _B32, 8):
+            a0 += e[i]
+            a1 += e[i + 1]
+            a2 += e[i + 2]
+            a3 += e[i + 3]
+            a4 += e[i + 4]
+            a5 += e[i + 5]
+            a6 += e[i + 6]
+            a7 += e[i + 7]
+        s += np.float64(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
+    for i in range(K64, K):
+        s += np.float64(e[i])
+    return s
+
+
+def _sumv(e):  # pragma: no cover
+    """Sum of the weights ``e`` in float64: :func:`~.kcore._sum8` or :func:`_sum8_32`."""
+    raise NotImplementedError
+
+
+@overload(_sumv, jit_options=_OPTS)
+def _sumv_ov(e):
+    from .kcore import _sum8
+
+    if isinstance(e, types.Array) and e.dtype == types.float32:
+        return lambda e: _sum8_32(e)
+    return lambda e: _sum8(e)
