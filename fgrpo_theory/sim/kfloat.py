@@ -1,25 +1,48 @@
-"""Precision-generic Numba primitives: the simulator's dense path in float64 or float32.
+"""The dense path's float32 primitives (``SimConfig.precision = "float32"``, docs/precision.md)
+and the compile-time dispatchers that pick them for float32 logits.
 
-Numba compiles a function once per argument type, so a primitive written once over the logits'
-dtype serves both precisions as long as its scalars take that dtype too: :func:`_like` casts a
-scalar to an array's dtype (a no-op for float64, so float64 kernels are unchanged bit for bit),
-:func:`_as_f64` gives a float64 view or copy of the logits (metrics are always float64), and
-:func:`_vexp` picks the vectorized ``exp(z - m)`` of the array's precision at compile time:
-float64 :func:`~.kcore._vexp_shift` (degree 13) or float32 :func:`_vexp_shift32` (degree 7,
-float32 Cody-Waite constants, 32-bit scale bits), so LLVM fills 8 lanes of a 256-bit register
-instead of 4.
+Numba compiles a kernel once per argument type. The run loop (:func:`~.kernels.run_steps`) calls
+the dispatchers :func:`_exp_v`, :func:`_draw_v`, :func:`_sgd_v`, :func:`_adam_v` and
+:func:`_as_f64`; each is an ``@overload(..., inline="always")`` that, for float64 logits, is
+replaced at Numba IR level by the unchanged float64 primitive of :mod:`.kcore` (so float64 compiles
+to the same code, bit for bit and at the same speed) and, for float32 logits, by the primitive
+here. Float32 primitives:
+
+* :func:`_exp_blocks32`: ``e = exp(z - m)`` (a degree-7 polynomial with float32 Cody-Waite
+  constants; the scale ``2**n`` is the float32 whose exponent bits are ``n + 127``,
+  :func:`_f32_from_bits`) fused with the sums of blocks of 64 weights (8 float32 lanes of 8
+  terms, a fixed order) and their float64 prefix sums, the block CDF of the i.i.d. sampler; the
+  total weight is the last prefix. One pass over the logits where float64 makes three.
+* :func:`_draw32`: the i.i.d. sampler's binary search over that block CDF and a float64 walk
+  inside the block; the sorted sampler with a float64 running CDF.
+* :func:`_adam32`, :func:`_sgd32`: the optimizer loops with float32 scalars (16 lanes of a
+  512-bit register); the step's scalars are computed in float64 and rounded once.
+
+Sums never run in float32 beyond 64 terms, so their relative error (<= 11 float32 roundings,
+~7e-7) does not grow with K; every logged metric is computed in float64 from the float32 logits.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
-from ._jit import FM, jit_fast_inline
-
-# overload implementations: separate functions (LLVM inlines them) with explicit flags, see _jit
-_OPTS = {"fastmath": FM, "error_model": "numpy"}
+from ._jit import jit_elementwise, jit_fast_inline
+from .kcore import (
+    SAMPLER_IID,
+    _adam,
+    _adam_scalars,
+    _exp_shift,
+    _nonzero_below,
+    _sample_iid,
+    _sample_sorted,
+    _sgd,
+    _tally,
+    _walk,
+)
+from .rng import next_exp, next_uniform
 
 _F = np.float32
 _LOG2E32 = _F(1.4426950408889634)
@@ -31,8 +54,6 @@ _LN2_LO32 = _F(-2.12194440e-4)
 X_MIN32 = -87.0
 _XMIN32 = _F(X_MIN32)
 _HALF32 = _F(0.5)
-_B127 = _F(127.0)
-_P23 = _F(8388608.0)  # 2**23
 _ZERO32 = _F(0.0)
 # Taylor coefficients 1/k!, k = 0..7: on |r| <= log(2)/2 the truncation error is r^8/8! < 5.2e-9
 # relative (0.04 ulp of float32); the rest is float32 rounding of the Horner steps
@@ -44,63 +65,213 @@ _G4 = _F(1.0 / 24)
 _G5 = _F(1.0 / 120)
 _G6 = _F(1.0 / 720)
 _G7 = _F(1.0 / 5040)
+#: actions per block of the block CDF (the i.i.d. sampler's _BLOCK)
+_B32 = 64
+
+
+@intrinsic
+def _f32_from_bits(typingctx, bits):
+    """The float32 whose bit pattern is the low 32 bits of the integer ``bits`` (a register
+    reinterpretation, so the loop that uses it still vectorizes)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.trunc(args[0], ir.IntType(32)), ir.FloatType())
+
+    return types.float32(bits), codegen
 
 
 @jit_fast_inline
-def _vexp_shift32(z, e, m, ibuf, sc):
-    """Float32 ``e = exp(z - m)`` for ``z <= m`` (``z``, ``e`` float32, ``m`` float32).
+def _exp32(x0):
+    """Float32 ``exp(x0)`` for ``x0 <= 0``: Cody-Waite reduction ``x = n log 2 + r``, a
+    degree-7 Taylor polynomial, times ``2**n`` built from its exponent bits. Arguments below -87
+    give 0. Error against float64 ``numpy.exp`` rounded to float32: <= 2 ulp on [-87, 0]
+    (tests/test_sim_float32.py)."""
+    x = x0 if x0 > _XMIN32 else _XMIN32
+    n = np.floor(x * _LOG2E32 + _HALF32)
+    r = (x - n * _LN2_HI32) - n * _LN2_LO32
+    p = _G7
+    p = p * r + _G6
+    p = p * r + _G5
+    p = p * r + _G4
+    p = p * r + _G3
+    p = p * r + _G2
+    p = p * r + _G1
+    p = p * r + _G0
+    s = _f32_from_bits((np.int32(n) + np.int32(127)) << np.int32(23))
+    return p * s if x0 > _XMIN32 else _ZERO32
 
-    Cody-Waite reduction with float32 constants and a degree-7 Taylor polynomial; the scale
-    ``2**n`` is built as float32 exponent bits in the first K int32 slots of ``ibuf`` (an int64
-    buffer of length K; ``sc`` unused). Arguments below -87 give 0. Error against float64
-    ``numpy.exp`` rounded to float32: <= 2 ulp on [-87, 0] (tests/test_sim_float32.py).
-    """
+
+@jit_fast_inline
+def _exp_blocks32(z, e, m, cum):
+    """``e = exp(z - m)`` (float32, ``m = max z``) and the block CDF: ``cum[b]`` = the float64
+    sum of the weights of blocks ``0..b`` of 64 actions, each block summed in 8 float32 lanes of
+    8 terms (a fixed order: bit-reproducible). Returns the total weight ``cum[nb - 1]``."""
     K = z.shape[0]
-    ib = ibuf.view(np.int32)
-    s32 = ib.view(np.float32)
-    for i in range(K):
-        x0 = z[i] - m
-        x = x0 if x0 > _XMIN32 else _XMIN32
-        n = np.floor(x * _LOG2E32 + _HALF32)
-        r = (x - n * _LN2_HI32) - n * _LN2_LO32
-        p = _G7
-        p = p * r + _G6
-        p = p * r + _G5
-        p = p * r + _G4
-        p = p * r + _G3
-        p = p * r + _G2
-        p = p * r + _G1
-        p = p * r + _G0
-        e[i] = p if x0 > _XMIN32 else _ZERO32
-        ib[i] = np.int32((n + _B127) * _P23)  # exponent bits of 2**n (exact in float32)
-    for i in range(K):
-        e[i] *= s32[i]
+    nb = (K + _B32 - 1) // _B32
+    acc = 0.0
+    for b in range(nb):
+        lo = b * _B32
+        hi = min(lo + _B32, K)
+        for i in range(lo, hi):
+            e[i] = _exp32(z[i] - m)
+        if hi - lo == _B32:
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _ZERO32
+            for i in range(lo, hi, 8):
+                a0 += e[i]
+                a1 += e[i + 1]
+                a2 += e[i + 2]
+                a3 += e[i + 3]
+                a4 += e[i + 4]
+                a5 += e[i + 5]
+                a6 += e[i + 6]
+                a7 += e[i + 7]
+            acc += np.float64(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
+        else:  # the last, partial block
+            for i in range(lo, hi):
+                acc += np.float64(e[i])
+        cum[b] = acc
+    return acc
 
 
-def _vexp(z, e, m, ibuf, sc):  # pragma: no cover - replaced by the overload in compiled code
-    """``exp(z - m)`` into ``e`` in the precision of ``z`` (compile-time choice)."""
-    raise NotImplementedError
+@jit_fast_inline
+def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
+    """N draws from float32 weights ``e`` (total ``S``); returns (distinct actions, X).
+
+    i.i.d.: the inverse CDF of the same uniforms as the float64 sampler, by binary search over
+    the block CDF ``cum`` of :func:`_exp_blocks32` and a float64 walk inside the block. Sorted:
+    exponential spacings merged with a float64 running CDF (as :func:`~.kcore._sample_sorted`).
+    """
+    K = e.shape[0]
+    nd = 0
+    X = 0
+    if sampler == SAMPLER_IID:
+        nb = (K + _B32 - 1) // _B32
+        for _ in range(N):
+            t = next_uniform(state) * S
+            lo = 0
+            hi = nb - 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] > t:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            k = lo * _B32
+            end = min(k + _B32, K) - 1
+            c = (cum[lo - 1] if lo > 0 else 0.0) + np.float64(e[k])
+            k, c = _walk(e, k, c, t, end)
+            nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
+        return nd, X
+    acc = 0.0
+    for i in range(N + 1):
+        acc += next_exp(state)
+        gaps[i] = acc
+    scale = S / acc
+    k = 0
+    ck = np.float64(e[0])
+    for j in range(N):
+        t = gaps[j] * scale
+        k, ck = _walk(e, k, ck, t, K - 1)
+        nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
+    return nd, X
 
 
-@overload(_vexp, jit_options=_OPTS)
-def _vexp_ov(z, e, m, ibuf, sc):
-    from .kcore import _vexp_shift
+@jit_elementwise
+def _sgd32(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    """:func:`~.kcore._sgd` with float32 logits: ``z += lr ((c - p C) / N - wd z)``, its
+    scalars rounded to float32 once."""
+    pc = _F(inv_s * C * inv_n)
+    cn = _F(inv_n)
+    lr32 = _F(lr)
+    wd32 = _F(wd)
+    for i in range(z.shape[0]):
+        zi = z[i]
+        g = cvec[i] * cn - e[i] * pc - wd32 * zi
+        z[i] = zi + lr32 * g
 
-    if isinstance(z, types.Array) and z.dtype == types.float32:
-        return lambda z, e, m, ibuf, sc: _vexp_shift32(z, e, m, ibuf, sc)
-    return lambda z, e, m, ibuf, sc: _vexp_shift(z, e, m, ibuf, sc)
+
+@jit_elementwise
+def _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
+    """:func:`~.kcore._adam` with float32 logits and moments: the step's scalars
+    (:func:`~.kcore._adam_scalars`) in float64, rounded to float32 once; the loop in float32."""
+    sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
+    b1f = _F(sc[0])
+    b2f = _F(sc[1])
+    a1f = _F(sc[2])
+    a2f = _F(sc[3])
+    epsf = _F(sc[4])
+    stepf = _F(sc[5])
+    isbf = _F(sc[6])
+    decayf = _F(sc[7])
+    l2f = _F(sc[8])
+    pc = _F(inv_s * C * inv_n)
+    cn = _F(inv_n)
+    for i in range(z.shape[0]):  # no reduction here: it would block vectorization
+        zi = z[i]
+        g = e[i] * pc - cvec[i] * cn + l2f * zi  # gradient of the loss -J
+        m = b1f * mm[i] + a1f * g
+        v = b2f * vv[i] + a2f * g * g
+        mm[i] = m
+        vv[i] = v
+        z[i] = zi * decayf - stepf * m / (np.sqrt(v) * isbf + epsf)
 
 
-def _like(a, x):  # pragma: no cover
-    """``x`` cast to the dtype of array ``a`` (float32 or float64; a no-op for float64)."""
-    raise NotImplementedError
+@intrinsic
+def _is_f32(typingctx, a):
+    """Whether ``a`` is a float32 array: a compile-time constant (LLVM deletes the branch not
+    taken, so each precision compiles to its own code only)."""
+    val = isinstance(a, types.Array) and a.dtype == types.float32
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.boolean, val)
+
+    return types.boolean(a), codegen
 
 
-@overload(_like, jit_options=_OPTS)
-def _like_ov(a, x):
-    if isinstance(a, types.Array) and a.dtype == types.float32:
-        return lambda a, x: np.float32(x)
-    return lambda a, x: x
+# Dispatchers, inlined into the run loop at Numba IR level (like every per-step helper). The
+# condition is a constant, so for float64 logits the code is the float64 primitive's alone.
+# (Not @overload(inline="always"): Numba cannot inline a typed overload whose body has a
+# variable defined on one branch only, as kcore._sample_iid does; without inline="always" the
+# overload is a call, which measured 12-15 % slower per step at K = 128,000.)
+
+
+@jit_fast_inline
+def _exp_v(z, e, m, ibuf, sc):
+    """``e = exp(z - m)``; returns ``sum(e)``. Float32: also the block CDF into ``sc``."""
+    if _is_f32(z):
+        return _exp_blocks32(z, e, m, sc)
+    return _exp_shift(z, e, m, ibuf, sc)
+
+
+@jit_fast_inline
+def _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc):
+    """N draws of the dense path; float32 reads the block CDF from ``sc`` (see :func:`_exp_v`).
+    The float64 branch is ``kernels._draw_dense``, written out (kernels imports this module)."""
+    if _is_f32(e):
+        return _draw32(sampler, e, S, sc, gaps, correct, N, state, cnt, touched)
+    if sampler == SAMPLER_IID:
+        return _sample_iid(e, cum, correct, N, state, cnt, touched)
+    return _sample_sorted(e, S, gaps, correct, N, state, cnt, touched)
+
+
+@jit_fast_inline
+def _sgd_v(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    """One SGD step of the dense path in the logits' precision."""
+    if _is_f32(z):
+        _sgd32(z, e, inv_s, cvec, C, inv_n, lr, wd)
+    else:
+        _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
+
+
+@jit_fast_inline
+def _adam_v(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
+    """One Adam / AdamW step of the dense path in the logits' precision."""
+    if _is_f32(z):
+        _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
+    else:
+        _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
 
 
 def _as_f64(z):  # pragma: no cover
@@ -108,51 +279,16 @@ def _as_f64(z):  # pragma: no cover
     raise NotImplementedError
 
 
-@overload(_as_f64, jit_options=_OPTS)
+@overload(_as_f64, inline="always")
 def _as_f64_ov(z):
-    if isinstance(z, types.Array) and z.dtype == types.float64:
-        return lambda z: z
-    return lambda z: z.astype(np.float64)
+    if isinstance(z, types.Array) and z.dtype == types.float32:
 
+        def impl32(z):
+            return z.astype(np.float64)
 
-_B32 = 64  # float32 weights summed per block in float32 lanes before a float64 accumulation
+        return impl32
 
+    def impl(z):
+        return z
 
-@jit_fast_inline
-def _sum8_32(e):
-    """Sum of float32 ``e``: blocks of 64 summed in 8 interleaved float32 lanes (8 terms each,
-    so a block's relative rounding error is <= 11 float32 ulps, ~7e-7, whatever K), block totals
-    accumulated in float64. A fixed order (bit-reproducible) that vectorizes; converting every
-    term to float64 instead measured 2x slower than the float64 sum."""
-    K = e.shape[0]
-    s = 0.0
-    K64 = K - K % _B32
-    for b in range(0, K64, _B32):
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _ZERO32
-        for i in range(b, b + _B32, 8):
-            a0 += e[i]
-            a1 += e[i + 1]
-            a2 += e[i + 2]
-            a3 += e[i + 3]
-            a4 += e[i + 4]
-            a5 += e[i + 5]
-            a6 += e[i + 6]
-            a7 += e[i + 7]
-        s += np.float64(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
-    for i in range(K64, K):
-        s += np.float64(e[i])
-    return s
-
-
-def _sumv(e):  # pragma: no cover
-    """Sum of the weights ``e`` in float64: :func:`~.kcore._sum8` or :func:`_sum8_32`."""
-    raise NotImplementedError
-
-
-@overload(_sumv, jit_options=_OPTS)
-def _sumv_ov(e):
-    from .kcore import _sum8
-
-    if isinstance(e, types.Array) and e.dtype == types.float32:
-        return lambda e: _sum8_32(e)
-    return lambda e: _sum8(e)
+    return impl
