@@ -42,7 +42,7 @@ from .kcore import (
     _tally,
     _walk,
 )
-from .rng import next_exp, next_uniform
+from .rng import GOLDEN, INV53, S11, _mix64, next_uniform
 
 _F = np.float32
 _LOG2E32 = _F(1.4426950408889634)
@@ -104,34 +104,43 @@ def _exp32(x0):
 
 
 @jit_fast_inline
+def _block_sum32(zb, eb, m):
+    """``eb = exp(zb - m)`` for one block of 64 actions; returns its float32 sum in 8 lanes of 8
+    terms (a fixed order). Slices, so every index counts from 0 (LLVM then vectorizes: with a
+    block offset the index's negative-wraparound select turned the loads into gathers)."""
+    for i in range(_B32):
+        eb[i] = _exp32(zb[i] - m)
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _ZERO32
+    for i in range(0, _B32, 8):
+        a0 += eb[i]
+        a1 += eb[i + 1]
+        a2 += eb[i + 2]
+        a3 += eb[i + 3]
+        a4 += eb[i + 4]
+        a5 += eb[i + 5]
+        a6 += eb[i + 6]
+        a7 += eb[i + 7]
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+
+
+@jit_fast_inline
 def _exp_blocks32(z, e, m, cum):
     """``e = exp(z - m)`` (float32, ``m = max z``) and the block CDF: ``cum[b]`` = the float64
     sum of the weights of blocks ``0..b`` of 64 actions, each block summed in 8 float32 lanes of
     8 terms (a fixed order: bit-reproducible). Returns the total weight ``cum[nb - 1]``."""
     K = z.shape[0]
-    nb = (K + _B32 - 1) // _B32
+    nf = K // _B32
     acc = 0.0
-    for b in range(nb):
+    for b in range(nf):
         lo = b * _B32
-        hi = min(lo + _B32, K)
-        for i in range(lo, hi):
-            e[i] = _exp32(z[i] - m)
-        if hi - lo == _B32:
-            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _ZERO32
-            for i in range(lo, hi, 8):
-                a0 += e[i]
-                a1 += e[i + 1]
-                a2 += e[i + 2]
-                a3 += e[i + 3]
-                a4 += e[i + 4]
-                a5 += e[i + 5]
-                a6 += e[i + 6]
-                a7 += e[i + 7]
-            acc += np.float64(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
-        else:  # the last, partial block
-            for i in range(lo, hi):
-                acc += np.float64(e[i])
+        acc += np.float64(_block_sum32(z[lo : lo + _B32], e[lo : lo + _B32], m))
         cum[b] = acc
+    if nf * _B32 < K:  # the last, partial block
+        for i in range(nf * _B32, K):
+            v = _exp32(z[i] - m)
+            e[i] = v
+            acc += np.float64(v)
+        cum[nf] = acc
     return acc
 
 
@@ -140,8 +149,9 @@ def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
     """N draws from float32 weights ``e`` (total ``S``); returns (distinct actions, X).
 
     i.i.d.: the inverse CDF of the same uniforms as the float64 sampler, by binary search over
-    the block CDF ``cum`` of :func:`_exp_blocks32` and a float64 walk inside the block. Sorted:
-    exponential spacings merged with a float64 running CDF (as :func:`~.kcore._sample_sorted`).
+    the block CDF ``cum`` of :func:`_exp_blocks32` and a float64 walk inside the block.
+    Sorted (chosen for large N): exponential spacings (:func:`_gaps32`, no libm log) merged
+    with a float64 running CDF, as :func:`~.kcore._sample_sorted`.
     """
     K = e.shape[0]
     nd = 0
@@ -164,11 +174,8 @@ def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
             k, c = _walk(e, k, c, t, end)
             nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
         return nd, X
-    acc = 0.0
-    for i in range(N + 1):
-        acc += next_exp(state)
-        gaps[i] = acc
-    scale = S / acc
+    _gaps32(state, gaps, N + 1)
+    scale = S / gaps[N]
     k = 0
     ck = np.float64(e[0])
     for j in range(N):
@@ -176,6 +183,78 @@ def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
         k, ck = _walk(e, k, ck, t, K - 1)
         nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
     return nd, X
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The int64 bit pattern of the float64 ``x`` (a register reinterpretation)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _f64_from_bits(typingctx, bits):
+    """The float64 whose bit pattern is the int64 ``bits``."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(bits), codegen
+
+
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+_MANT = (1 << 52) - 1
+_ONE_BITS = 1023 << 52
+
+
+@jit_fast_inline
+def _neg_log(u):
+    """``-log(u)`` for a normal ``u > 0`` with absolute error < 1e-12 (tests), in
+    operations LLVM vectorizes (no libm call): ``u = 2^n m``, ``m`` in ``[sqrt(2)/2, sqrt(2))``,
+    ``log m = 2 atanh(s)``, ``s = (m - 1) / (m + 1)``, ``|s| <= 0.172``, odd series to
+    ``s^15`` (truncation < 5e-13)."""
+    b = _f64_bits(u)
+    n = (b >> 52) - 1023
+    m = _f64_from_bits((b & _MANT) | _ONE_BITS)
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    n = n + 1 if big else n
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    p = 1.0 / 15.0
+    p = p * s2 + 1.0 / 13.0
+    p = p * s2 + 1.0 / 11.0
+    p = p * s2 + 1.0 / 9.0
+    p = p * s2 + 1.0 / 7.0
+    p = p * s2 + 1.0 / 5.0
+    p = p * s2 + 1.0 / 3.0
+    p = p * s2 + 1.0
+    return -(n * _LN2 + 2.0 * s * p)
+
+
+@jit_fast_inline
+def _gaps32(state, gaps, n):
+    """``gaps[i]`` = the partial sums of ``n`` standard exponentials ``-log U`` (``U`` in
+    (0, 1], the stream's next ``n`` words, as :func:`~.rng.next_exp` draws them), with
+    :func:`_neg_log`: the words and logs in one loop LLVM vectorizes, then the sums."""
+    key = state[0]
+    c0 = state[1]
+    for i in range(n):
+        x = _mix64(key + (c0 + np.uint64(i + 1)) * GOLDEN)
+        gaps[i] = _neg_log((float(x >> S11) + 1.0) * INV53)
+    state[1] = c0 + np.uint64(n)
+    acc = 0.0
+    for i in range(n):
+        acc += gaps[i]
+        gaps[i] = acc
 
 
 @jit_elementwise
