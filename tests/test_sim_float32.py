@@ -8,7 +8,8 @@ from numba import njit
 
 from fgrpo_theory.sim import SimConfig, simulate
 from fgrpo_theory.sim.grid import config_hash
-from fgrpo_theory.sim.kfloat import X_MIN32, _vexp_shift32
+from fgrpo_theory.sim.kcore import SAMPLER_IID, SAMPLER_SORTED
+from fgrpo_theory.sim.kfloat import X_MIN32, _draw32, _exp32, _exp_blocks32, _neg_log
 
 # A small dense case with Adam and the linear surrogate (the paper's Fig. 2 family), K >= 32 so
 # the vectorized float32 exp is used.
@@ -30,23 +31,93 @@ def test_default_hashes_unchanged():
 
 
 @njit(cache=False)
-def _exp32(x):
+def _exp32_all(x):
     e = np.empty_like(x)
-    ibuf = np.empty(x.shape[0], np.int64)
-    _vexp_shift32(x, e, np.float32(0.0), ibuf, ibuf.view(np.float64))
+    for i in range(x.shape[0]):
+        e[i] = _exp32(x[i])
     return e
+
+
+@njit(cache=False)
+def _blocks(z, m):
+    e = np.empty_like(z)
+    cum = np.empty(z.shape[0])
+    S = _exp_blocks32(z, e, m, cum)
+    return e, cum, S
+
+
+@njit(cache=False)
+def _neg_log_all(u):
+    out = np.empty_like(u)
+    for i in range(u.shape[0]):
+        out[i] = _neg_log(u[i])
+    return out
+
+
+@njit(cache=False)
+def _counts(sampler, e, S, cum, N, reps, key):
+    K = e.shape[0]
+    gaps = np.empty(N + 1)
+    state = np.array([key, 0], np.uint64)
+    cnt = np.zeros(K, np.int64)
+    touched = np.empty(min(N, K) + 1, np.int64)
+    correct = np.zeros(K, np.uint8)
+    total = np.zeros(K, np.int64)
+    for _ in range(reps):
+        nd, X = _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+        for j in range(nd):
+            total[touched[j]] += cnt[touched[j]]
+            cnt[touched[j]] = 0
+    return total
 
 
 def test_exp32_within_2_ulp_of_float64_exp():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.uniform(X_MIN32, 0.0, 200_000), np.linspace(-1.0, 0.0, 10_001)])
     x = x.astype(np.float32)
-    got = _exp32(x)
+    got = _exp32_all(x)
     ref = np.exp(x.astype(np.float64))  # the exact exp of the float32 argument, in float64
     ulp = np.spacing(ref.astype(np.float32)).astype(np.float64)
     err = np.abs(got.astype(np.float64) - ref) / ulp
     assert err.max() <= 2.0
-    assert _exp32(np.array([-88.0, -200.0, 0.0], np.float32)).tolist() == [0.0, 0.0, 1.0]
+    assert _exp32_all(np.array([-88.0, -200.0, 0.0], np.float32)).tolist() == [0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("K", [1, 63, 64, 1000, 4096])
+def test_block_cdf_is_the_cumulative_block_mass(K):
+    z = np.random.default_rng(K).normal(0.0, 3.0, K).astype(np.float32)
+    m = z.max()
+    e, cum, S = _blocks(z, m)
+    np.testing.assert_array_equal(e, _exp32_all(z - m))
+    nb = (K + 63) // 64
+    ref = np.cumsum([e[b * 64 : b * 64 + 64].astype(np.float64).sum() for b in range(nb)])
+    np.testing.assert_allclose(cum[:nb], ref, rtol=1e-6)  # 8 lanes x 8 float32 terms per block
+    assert S == cum[nb - 1]
+
+
+def test_neg_log_against_numpy():
+    u = np.concatenate(
+        [np.random.default_rng(1).random(200_000), np.geomspace(2.0**-53, 1.0, 20_001)]
+    )
+    u = u[u > 0]
+    assert np.max(np.abs(_neg_log_all(u) + np.log(u))) < 1e-12
+
+
+@pytest.mark.parametrize("sampler", [SAMPLER_IID, SAMPLER_SORTED])
+def test_float32_samplers_draw_the_softmax(sampler):
+    # 200,000 draws over 300 actions (some of zero weight): counts within 5 binomial standard
+    # errors of n p (fixed seed; chance of a miss at 300 cells ~ 2e-4) and never a zero weight
+    K = 300
+    z = np.random.default_rng(5).normal(0.0, 1.5, K).astype(np.float32)
+    z[::37] = -200.0  # exp gives 0 below -87
+    e, cum, S = _blocks(z, z.max())
+    N = 2_000 if sampler == SAMPLER_SORTED else 50
+    n = 200_000
+    got = _counts(sampler, e, S, cum, N, n // N, 7)
+    p = e.astype(np.float64) / e.astype(np.float64).sum()
+    assert got.sum() == n and np.all(got[p == 0] == 0)
+    z_score = np.abs(got - n * p) / np.sqrt(n * p * (1 - p) + 1e-300)
+    assert z_score[p > 0].max() < 5.0
 
 
 def test_float32_agrees_with_float64_in_distribution():
@@ -88,10 +159,13 @@ def test_float32_thread_count_reproducible():
 
 
 def test_float32_sorted_sampler_and_sgd_run():
-    cfg = SimConfig(K=2000, N=64, steps=20, seeds=2, lr=0.3, sampler="sorted", precision="float32")
+    # the sorted sampler and SGD in float32 learn like float64 (same config, different streams
+    # of draws: the spacings use a vectorized log, so compare the mean over seeds loosely)
+    cfg = SimConfig(K=2000, N=64, steps=20, seeds=8, lr=0.3, sampler="sorted", precision="float32")
     a = _final(cfg)
     b = _final(cfg.replace(precision="float64"))
-    assert np.all(np.isfinite(a)) and np.max(np.abs(a - b)) < 1e-3
+    assert np.all(np.isfinite(a))
+    assert abs(a[:, 0].mean() - b[:, 0].mean()) < 0.05 * b[:, 0].mean()
 
 
 def test_auto_backend_is_dense_in_float32():
