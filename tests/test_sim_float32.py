@@ -211,3 +211,7 @@ def test_float32_accepted_at_the_bounds():
     assert np.isfinite(df.q_pos).all() and (df.q_pos > 0).all()
     simulate(SimConfig(K=40, logits="4x39,0", optimizer="adam", lr=1e-8, steps=2,
                        precision="float32"))  # fmt: skip
+    # SGD with PPO ratios of a second inner update: unbounded for A < 0 without a dual clip, so
+    # no step bound exists and nothing is refused
+    simulate(SimConfig(K=40, N=2, logits="4x40", lr=1e-8, inner_updates=2, steps=2,
+                       precision="float32"))  # fmt: skip

@@ -10,8 +10,9 @@ last bits (docs/precision.md):
   at most :data:`MAX_SPAN32` = 80 nats, which leaves ``e^7 ~ 1100``-fold headroom for the correct
   actions to fall during training before their weights could underflow.
 * **update resolution**: a step must be able to move a logit. No step moves any logit by more
-  than ``lr * G`` (Adam / AdamW: ``G = 1``, the size of the normalized first step; SGD:
-  ``G = 2 max|A| w_max + wd max|z|``, a bound of ``|dJ/dz_i|``); if ``lr * G`` is below half an
+  than ``lr * G`` (Adam / AdamW: ``G = max(1, (1 - b1) / sqrt(1 - b2))``, the bound of the
+  normalized step, plus ``wd max|z|`` for AdamW's decay; SGD: ``G = 2 max|A| w_max + wd max|z|``,
+  a bound of ``|dJ/dz_i|``, infinite for PPO ratios without a bound); if ``lr * G`` is below half an
   ulp of float32 at the smallest ``|z_i|``, every update of every logit rounds away, so the run
   would never move. (A necessary check only: logits of larger magnitude may still round away.)
 * **Adam eps**: ``adam_eps`` must be a normal float32 (>= 1.2e-38), or ``sqrt(v) + eps`` can be
@@ -52,13 +53,22 @@ def check_float32(cfg, z0: np.ndarray, correct: np.ndarray, adv_c, adv_w) -> Non
         )
     if cfg.optimizer != "sgd" and cfg.adam_eps < _TINY32:
         fail("precision", "float32", f"float64 for adam_eps = {cfg.adam_eps:g} < {_TINY32:.3g}")
+    zabs = float(np.abs(z).max())
     if cfg.optimizer == "sgd":
         a = float(max(np.max(np.abs(adv_c)), np.max(np.abs(adv_w))))
         _, hi = cfg.clip_bounds()
-        w_max = max(1.0, 1.0 + hi) if cfg.algo == "cispo" or cfg.inner_updates > 1 else 1.0
-        G = 2.0 * a * w_max + cfg.weight_decay * float(np.abs(z).max())
+        if cfg.algo == "cispo":
+            w_max = 1.0 + hi
+        elif cfg.inner_updates == 1:
+            w_max = 1.0  # r = 1 at the first update
+        else:  # PPO ratios of negative advantages are unclipped above, unless dual-clipped
+            w_max = max(1.0 + hi, cfg.dual_clip) if cfg.dual_clip is not None else np.inf
+        G = 2.0 * a * w_max + cfg.weight_decay * zabs
     else:
-        G = 1.0
+        # |m_hat / sqrt(v_hat)| <= max(1, (1 - b1) / sqrt(1 - b2)) (Kingma & Ba, section 2.1)
+        G = max(1.0, (1.0 - cfg.beta1) / np.sqrt(1.0 - cfg.beta2))
+        if cfg.optimizer == "adamw":
+            G += cfg.weight_decay * zabs
     zmin = float(np.abs(z0).min())
     half_ulp = 0.5 * float(np.spacing(np.float32(zmin)))
     if cfg.lr * G < half_ulp:
