@@ -62,8 +62,6 @@ from .kcore import (
     _log_norm,
     _masked_sum8,
     _max,
-    _sample_iid,
-    _sample_sorted,
     _tally,
 )
 from .kfloat import _adam_v, _as_f64, _draw_v, _exp_v, _sgd_v
@@ -239,14 +237,6 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched):
         k = tree_find(tree, P, next_uniform(state) * tree[1])
         nd, X = _tally(k, nd, X, touched, cnt, correct)
     return nd, X
-
-
-@jit_fast_inline
-def _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
-    """N draws with the dense path's sampler; returns (distinct actions, correct draws X)."""
-    if sampler == SAMPLER_IID:
-        return _sample_iid(e, cum, correct, N, state, cnt, touched)
-    return _sample_sorted(e, S, gaps, correct, N, state, cnt, touched)
 
 
 # ONE run loop for both paths: ``tr`` is the sum tree's record, or ``None`` on the dense path.

@@ -329,8 +329,8 @@ def _exp_v(z, e, m, ibuf, sc):
 
 @jit_fast_inline
 def _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc):
-    """N draws of the dense path; float32 reads the block CDF from ``sc`` (see :func:`_exp_v`).
-    The float64 branch is ``kernels._draw_dense``, written out (kernels imports this module)."""
+    """N draws with the dense path's sampler; returns (distinct actions, correct draws X).
+    Float32 reads the block CDF from ``sc`` (see :func:`_exp_v`)."""
     if _is_f32(e):
         return _draw32(sampler, e, S, sc, gaps, correct, N, state, cnt, touched)
     if sampler == SAMPLER_IID:
