@@ -215,3 +215,20 @@ def test_float32_accepted_at_the_bounds():
     # no step bound exists and nothing is refused
     simulate(SimConfig(K=40, N=2, logits="4x40", lr=1e-8, inner_updates=2, steps=2,
                        precision="float32"))  # fmt: skip
+
+
+def test_float32_thresholds_dynamic_sampling_and_inner_updates():
+    # the dense path's other branches in float32 (threshold checks, DAPO redraws, subsets, a
+    # second inner update with ratios): every recorded crossing has Q_pos >= its threshold, and
+    # paired with float64 (same draws while rounding decides nothing) the crossing steps agree
+    cfg = SimConfig(
+        K=300, N=8, steps=300, seeds=4, rule="logprob", optimizer="adam", lr=0.05,
+        dynamic_sampling="dapo", thresholds=(0.3, 0.6, 0.9), subsets={"a": "1"},
+        inner_updates=2, logits="1.0x10,0.0x290", correct="0..9", backend="dense",
+    )  # fmt: skip
+    t32 = simulate(cfg.replace(precision="float32"), tables=True).thresholds
+    t64 = simulate(cfg, tables=True).thresholds
+    assert t32.reached.all() and (t32.q_pos >= t32.threshold).all()
+    same = (t32.step.to_numpy() == t64.step.to_numpy()).mean()
+    assert same >= 0.9
+    assert np.abs(t32.step.to_numpy() - t64.step.to_numpy()).max() <= 2
