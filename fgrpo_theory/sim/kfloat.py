@@ -29,7 +29,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ._jit import jit_elementwise, jit_fast_inline
+from ._jit import FM, jit_elementwise, jit_fast_inline
 from .kcore import (
     SAMPLER_IID,
     _adam,
@@ -297,11 +297,15 @@ def _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, 
         z[i] = zi * decayf - stepf * m / (np.sqrt(v) * isbf + epsf)
 
 
+def _is32_type(a) -> bool:
+    return isinstance(a, types.Array) and a.dtype == types.float32
+
+
 @intrinsic
 def _is_f32(typingctx, a):
     """Whether ``a`` is a float32 array: a compile-time constant (LLVM deletes the branch not
     taken, so each precision compiles to its own code only)."""
-    val = isinstance(a, types.Array) and a.dtype == types.float32
+    val = _is32_type(a)
 
     def codegen(context, builder, signature, args):
         return context.get_constant(types.boolean, val)
@@ -314,16 +318,96 @@ def _is_f32(typingctx, a):
 # (Not @overload(inline="always"): Numba cannot inline a typed overload whose body has a
 # variable defined on one branch only, as kcore._sample_iid does, and for the others it warns
 # NumbaIRAssumptionWarning; without inline="always" the overload is a call, which measured
-# 12-15 % slower per step at K = 128,000. The price of a constant branch: both branches are
-# typed and compiled before LLVM drops one, so a cold compile of the dense kernel takes longer,
-# 12.6 -> 18.4 s measured once; the disk cache then serves it.)
+# 12-15 % slower per step at K = 128,000.) Both branches are typed and compiled before LLVM
+# drops one, so the float32 branch goes through the entry points below: for float32 they call
+# the float32 primitive (one call per step, not per element), for float64 they are empty stubs,
+# so a float64 kernel does not compile the float32 code (a cold compile of the dense kernel took
+# 12.6 s before the float32 mode, 18.4 s with the float32 code typed for float64 logits).
+
+_OPTS = {"fastmath": FM, "error_model": "numpy"}
+
+
+def _exp32_entry(z, e, m, cum):  # pragma: no cover - compiled code only (the overload below)
+    raise NotImplementedError
+
+
+@overload(_exp32_entry, jit_options=_OPTS)
+def _exp32_entry_ov(z, e, m, cum):
+    if _is32_type(z):
+
+        def impl(z, e, m, cum):
+            return _exp_blocks32(z, e, m, cum)
+
+        return impl
+
+    def stub(z, e, m, cum):
+        return 0.0
+
+    return stub
+
+
+def _draw32_entry(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(_draw32_entry, jit_options=_OPTS)
+def _draw32_entry_ov(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
+    if _is32_type(e):
+
+        def impl(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
+            return _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+
+        return impl
+
+    def stub(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
+        return 0, 0
+
+    return stub
+
+
+def _sgd32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(_sgd32_entry, jit_options=_OPTS)
+def _sgd32_entry_ov(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    if _is32_type(z):
+
+        def impl(z, e, inv_s, cvec, C, inv_n, lr, wd):
+            _sgd32(z, e, inv_s, cvec, C, inv_n, lr, wd)
+
+        return impl
+
+    def stub(z, e, inv_s, cvec, C, inv_n, lr, wd):
+        pass
+
+    return stub
+
+
+def _adam32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):  # noqa: E501  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(_adam32_entry, jit_options=_OPTS)
+def _adam32_entry_ov(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
+    if _is32_type(z):
+
+        def impl(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
+            _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
+
+        return impl
+
+    def stub(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
+        pass
+
+    return stub
 
 
 @jit_fast_inline
 def _exp_v(z, e, m, ibuf, sc):
     """``e = exp(z - m)``; returns ``sum(e)``. Float32: also the block CDF into ``sc``."""
     if _is_f32(z):
-        return _exp_blocks32(z, e, m, sc)
+        return _exp32_entry(z, e, m, sc)
     return _exp_shift(z, e, m, ibuf, sc)
 
 
@@ -332,7 +416,7 @@ def _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc):
     """N draws with the dense path's sampler; returns (distinct actions, correct draws X).
     Float32 reads the block CDF from ``sc`` (see :func:`_exp_v`)."""
     if _is_f32(e):
-        return _draw32(sampler, e, S, sc, gaps, correct, N, state, cnt, touched)
+        return _draw32_entry(sampler, e, S, sc, gaps, correct, N, state, cnt, touched)
     if sampler == SAMPLER_IID:
         return _sample_iid(e, cum, correct, N, state, cnt, touched)
     return _sample_sorted(e, S, gaps, correct, N, state, cnt, touched)
@@ -342,7 +426,7 @@ def _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc):
 def _sgd_v(z, e, inv_s, cvec, C, inv_n, lr, wd):
     """One SGD step of the dense path in the logits' precision."""
     if _is_f32(z):
-        _sgd32(z, e, inv_s, cvec, C, inv_n, lr, wd)
+        _sgd32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd)
     else:
         _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
 
@@ -351,7 +435,7 @@ def _sgd_v(z, e, inv_s, cvec, C, inv_n, lr, wd):
 def _adam_v(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
     """One Adam / AdamW step of the dense path in the logits' precision."""
     if _is_f32(z):
-        _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
+        _adam32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
     else:
         _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
 
