@@ -2,11 +2,12 @@
 and the compile-time dispatchers that pick them for float32 logits.
 
 Numba compiles a kernel once per argument type. The run loop (:func:`~.kernels.run_steps`) calls
-the dispatchers :func:`_exp_v`, :func:`_draw_v`, :func:`_sgd_v`, :func:`_adam_v` and
-:func:`_as_f64`; each is an ``@overload(..., inline="always")`` that, for float64 logits, is
-replaced at Numba IR level by the unchanged float64 primitive of :mod:`.kcore` (so float64 compiles
-to the same code, bit for bit and at the same speed) and, for float32 logits, by the primitive
-here. Float32 primitives:
+the dispatchers :func:`_exp_v`, :func:`_draw_v`, :func:`_sgd_v`, :func:`_adam_v` (helpers inlined
+at Numba IR level that branch on :func:`_is_f32`, a compile-time constant, so LLVM keeps one
+branch: for float64 logits the unchanged float64 primitive of :mod:`.kcore`, bit for bit and at
+the same speed) and :func:`_as_f64` (the metrics' float64 logits). The float32 branch goes
+through entry points (``_*32_entry``) that are empty stubs for float64 arrays, so float64 kernels
+do not compile float32 code. Float32 primitives:
 
 * :func:`_exp_blocks32`: ``e = exp(z - m)`` (a degree-7 polynomial with float32 Cody-Waite
   constants; the scale ``2**n`` is the float32 whose exponent bits are ``n + 127``,
@@ -14,7 +15,8 @@ here. Float32 primitives:
   terms, a fixed order) and their float64 prefix sums, the block CDF of the i.i.d. sampler; the
   total weight is the last prefix. One pass over the logits where float64 makes three.
 * :func:`_draw32`: the i.i.d. sampler's binary search over that block CDF and a float64 walk
-  inside the block; the sorted sampler with a float64 running CDF.
+  inside the block; the sorted sampler with a float64 running CDF and exponential spacings from
+  a vectorized ``-log`` (:func:`_gaps32`, :func:`_neg_log`).
 * :func:`_adam32`, :func:`_sgd32`: the optimizer loops with float32 scalars (16 lanes of a
   512-bit register); the step's scalars are computed in float64 and rounded once.
 
