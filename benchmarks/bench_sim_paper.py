@@ -6,8 +6,9 @@ N = 131,072, and at least 4x an idiomatic PyTorch CPU implementation of the same
 ``torch.set_num_threads(1)`` for the per-core comparison) measured in the same run. The straight
 NumPy loop (``reference_numpy.run_linear``) is shown too. When JAX is installed (the ``bench``
 extra), the JAX reference (``reference_jax.run_linear``: jit + scan, counter-based generator) runs
-in float64 and float32 in clean single-threaded subprocesses; issue 14's target is the simulator at
->= 1.2x JAX float64 at every N (the float32 comparison waits for a single-precision simulator mode).
+in float64 and float32 in clean single-threaded subprocesses; issue 14's targets are the simulator
+at >= 1.2x JAX float64 at every N, and its float32 mode (``precision = "float32"``,
+docs/precision.md) at >= 1.2x JAX float32 at every N (the rows "simulator float32").
 
 The simulator is timed end to end (``simulate`` with ``threads=1``, one seed, metrics logged at
 steps 0 and the last only); time per step = best total time / steps (setup included, so slightly
@@ -44,7 +45,7 @@ def target_ms(N: int) -> float:
     return 1.2 if N <= 8192 else 2.5
 
 
-def sim_config(N: int, steps: int, seeds: int = 1, gamma: float = 0.0):
+def sim_config(N: int, steps: int, seeds: int = 1, gamma: float = 0.0, precision: str = "float64"):
     from fgrpo_theory.sim import SimConfig
 
     return SimConfig(
@@ -64,6 +65,7 @@ def sim_config(N: int, steps: int, seeds: int = 1, gamma: float = 0.0):
         r_correct=1.0,
         r_incorrect=-1.0,
         log_steps=(0, steps),
+        precision=precision,
     )
 
 
@@ -92,6 +94,7 @@ def main(quick: bool = False) -> int:
     steps_ref = 5 if quick else 10
     repeats = 2 if quick else 5
     simulate(sim_config(2, 2), threads=1)  # compile / load the cache outside the timing
+    simulate(sim_config(2, 2, precision="float32"), threads=1)
 
     rows: list[Row] = []
     # one clean subprocess per reference, so that their allocations do not interact
@@ -100,8 +103,10 @@ def main(quick: bool = False) -> int:
     for N in NS:
         s_steps = max(steps_sim // 4, 5) if N > 8192 else steps_sim
         cfg = sim_config(N, s_steps)
+        cfg32 = cfg.replace(precision="float32")
         fns = [
             lambda cfg=cfg: simulate(cfg, threads=1),
+            lambda cfg=cfg32: simulate(cfg, threads=1),
             workers["numpy"].timed(
                 "reference_numpy", "run_linear", z0, correct, N, steps_ref, LR, optimizer="adamw"
             ),
@@ -125,12 +130,13 @@ def main(quick: bool = False) -> int:
                 )  # fmt: skip
         times = measure_many(fns, repeats=repeats)
         t_sim = times[0] / s_steps
-        t_np = times[1] / steps_ref
+        t_s32 = times[1] / s_steps
+        t_np = times[2] / steps_ref
         ratio = f"numpy {t_np.cpu / t_sim.cpu:.1f}x"
         ok = t_sim.cpu * 1e3 <= target_ms(N)
         tgt = f"<= {target_ms(N)} ms"
         if rt.AVAILABLE:
-            t_pt, t_pt32 = times[2] / steps_ref, times[3] / steps_ref
+            t_pt, t_pt32 = times[3] / steps_ref, times[4] / steps_ref
             ratio = (
                 f"torch {t_pt.cpu / t_sim.cpu:.1f}x (>= 4x), torch float32 "
                 f"{t_pt32.cpu / t_sim.cpu:.1f}x; " + ratio
@@ -140,8 +146,15 @@ def main(quick: bool = False) -> int:
             rows.append(Row(f"  pytorch 1 thread, N={N}", both(t_pt)))
             rows.append(Row(f"  pytorch float32 1 thread, N={N}", both(t_pt32)))
         rows.append(Row(f"  numpy, N={N}", both(t_np)))
+        row32 = Row(f"simulator float32 1 thread, N={N}", both(t_s32), "", "", None)
         if rj.AVAILABLE:
             t_j64, t_j32 = times[n_fixed] / s_steps, times[n_fixed + 1] / s_steps
+            r32 = t_j32.cpu / t_s32.cpu
+            row32 = Row(
+                row32.what, row32.value, ">= 1.2x jax float32",
+                f"jax float32 {r32:.2f}x; float64 simulator {t_sim.cpu / t_s32.cpu:.2f}x",
+                None if quick else r32 >= 1.2,
+            )  # fmt: skip
             rows.append(Row(f"  jax float64 1 thread, N={N}", both(t_j64)))
             rows.append(Row(f"  jax float32 1 thread, N={N}", both(t_j32)))
             ratio = (
@@ -153,6 +166,7 @@ def main(quick: bool = False) -> int:
         if quick:  # a few steps: fixed per-call costs dominate; targets apply to full runs
             tgt, ok = "(full run only)", None
         rows.append(Row(f"simulator 1 thread, N={N}", both(t_sim), tgt, ratio, ok))
+        rows.append(row32)
 
     for w in workers.values():
         w.close()

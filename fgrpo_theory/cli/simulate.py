@@ -122,6 +122,9 @@ def simulate_cmd(
         "focal-minus-arm difference of M_ret at each threshold (default 0.9,0.95,0.98).",
         shown="none",
     ),
+    precision: str | None = _field(
+        "--precision", "Dense-path arithmetic: float64 or float32 (see docs/precision.md)."
+    ),
     threads: int | None = _field("--threads", "Numba threads.", shown="all"),
     scheduler: str = SCHEDULER_OPTION,
     out: Path | None = _field(
@@ -157,6 +160,7 @@ def simulate_cmd(
         log_every=log_every,
     )  # fmt: skip
     flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
+    flags.update(precision=precision)
     sweep.update({k: v for k, v in flags.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     if rewards is not None:

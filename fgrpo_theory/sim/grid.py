@@ -134,6 +134,8 @@ def load_config(path: str | Path) -> list[SimConfig]:
 
 #: Fields left out of :func:`config_hash` while empty (added after hashes were in use).
 _HASH_OMIT_IF_EMPTY = ("thresholds", "controls")
+#: Fields left out of :func:`config_hash` while at their default (added after hashes were in use).
+_HASH_OMIT_IF_DEFAULT = {"precision": "float64"}
 
 
 def config_hash(cfg: SimConfig) -> str:
@@ -146,6 +148,9 @@ def config_hash(cfg: SimConfig) -> str:
     d = cfg.to_dict()
     for k in _HASH_OMIT_IF_EMPTY:  # fields added later: an empty value keeps the older hashes
         if not d[k]:
+            del d[k]
+    for k, v in _HASH_OMIT_IF_DEFAULT.items():
+        if d[k] == v:
             del d[k]
     if _spec.is_logit_file(cfg.logits):
         d["logits_file_sha256"] = hashlib.sha256(Path(cfg.logits.strip()).read_bytes()).hexdigest()

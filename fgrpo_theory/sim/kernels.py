@@ -54,21 +54,17 @@ from .kcore import (
     OPT_SGD,
     SAMPLER_IID,
     SAMPLER_SORTED,
-    _adam,
     _clear_counts,
     _coefficients,
-    _exp_shift,
     _kadd,
     _kadd2,
     _local_rng,
     _log_norm,
     _masked_sum8,
     _max,
-    _sample_iid,
-    _sample_sorted,
-    _sgd,
     _tally,
 )
+from .kfloat import _adam_v, _as_f64, _draw_v, _exp_v, _sgd_v
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 from .sumtree import tree_build, tree_find, tree_find_lanes, tree_set
@@ -105,6 +101,7 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     ``(1/|S|) sum_{k in S} -log p_k = logsumexp(z) - (1/|S|) sum_{k in S} z_k``, summed from the
     same ``log p_k`` as the entropy (exact for any |S|, also a single action).
     """
+    z = _as_f64(z)  # float32 logits (precision = "float32"): float64 metrics of their softmax
     K = z.shape[0]
     n_sub = submask.shape[0]
     acc = np.zeros(4 + 2 * n_sub)
@@ -190,6 +187,9 @@ def _first_row(z, correct, submask, p0, sum_p0c, log_steps, out):
 #: which the exact Q_pos of :func:`_metrics` decides a threshold: those with cheap Q_pos >= t -
 #: THR_MARGIN. Its error (a few ulps per summed term, <= 1e-8 relative at K = 1e8) is far below.
 THR_MARGIN = 1e-6
+#: The same for float32 weights (``precision = "float32"``): each is within 2 float32 ulps
+#: (2.4e-7 relative) of exp(z - max) and their block sums within ~7e-7, so 1e-5 is ample.
+THR_MARGIN32 = 1e-5
 
 
 @jit_fast_inline
@@ -259,14 +259,6 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes):
                 nd, X = _tally(tree_find(tree, P, ub[i]), nd, X, touched, cnt, correct)
     state[1] = c
     return nd, X
-
-
-@jit_fast_inline
-def _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
-    """N draws with the dense path's sampler; returns (distinct actions, correct draws X)."""
-    if sampler == SAMPLER_IID:
-        return _sample_iid(e, cum, correct, N, state, cnt, touched)
-    return _sample_sorted(e, S, gaps, correct, N, state, cnt, touched)
 
 
 # ONE run loop for both paths: ``tr`` is the sum tree's record, or ``None`` on the dense path.
@@ -348,10 +340,10 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
         sampler = alg.sampler
         mm = mm_io
         vv = vv_io
-        e = np.empty(K)
+        e = np.empty(K, z.dtype)  # weights and cvec in the logits' precision (kfloat)
         cum = np.empty(K if sampler == SAMPLER_IID else 1)
         gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
-        cvec = np.zeros(K)
+        cvec = np.zeros(K, z.dtype)
         ibuf = np.empty(K, np.int64)
         sc = ibuf.view(np.float64)
         pold = np.empty(D)
@@ -362,6 +354,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
             for i in range(K):
                 cf[i] = correct[i]
         t_opt = ints[I_TOPT]
+        margin = THR_MARGIN if z.itemsize == 8 else THR_MARGIN32
         zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
     else:
         P = 1
@@ -392,13 +385,13 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
         lanes = True
     for step in range(step_lo + 1, step_hi + 1):
         if tr is None:
-            S = _exp_shift(z, e, zmax, ibuf, sc)
-            if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - THR_MARGIN) * S:
+            S = _exp_v(z, e, zmax, ibuf, sc)
+            if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - margin) * S:
                 ti = _thr_check(
                     z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
                     thr_step,
                 )  # fmt: skip
-            nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+            nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
         else:
             if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
                 ti = _thr_check(
@@ -417,7 +410,9 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
             while keep[X] == 0 and r < max_res:
                 _clear_counts(cnt, touched, nd)
                 if tr is None:
-                    nd, X = _draw_dense(sampler, e, S, cum, gaps, correct, N, state, cnt, touched)
+                    nd, X = _draw_v(
+                        sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc
+                    )
                 else:
                     nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes)
                 r += 1
@@ -433,7 +428,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                     pold[j] = e[touched[j]] * inv_s
             for u in range(alg.inner):
                 if u > 0:
-                    S = _exp_shift(z, e, zmax, ibuf, sc)
+                    S = _exp_v(z, e, zmax, ibuf, sc)
                     inv_s = 1.0 / S
                 C = _coefficients(
                     touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
@@ -441,9 +436,9 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                 )  # fmt: skip
                 t_opt += 1
                 if opt.kind == OPT_SGD:
-                    _sgd(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
+                    _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
                 else:
-                    _adam(
+                    _adam_v(
                         z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd, opt.kind == OPT_ADAMW,
                         opt.b1, opt.b2, opt.eps, t_opt, mm, vv,
                     )  # fmt: skip

@@ -18,7 +18,7 @@ from .kcore import OPT_SGD
 class Problem(NamedTuple):
     """The policy and the rewards of one prompt (shared by every run)."""
 
-    z0: np.ndarray  # initial logits, float64[K]
+    z0: np.ndarray  # initial logits, float64[K] (float32[K]: the dense path in float32)
     correct: np.ndarray  # uint8[K], 1 = correct action
     p0: np.ndarray  # softmax(z0), float64[K] (for M_ret, P-26)
     sum_p0c: float  # initial correct mass
@@ -97,7 +97,11 @@ class State(NamedTuple):
 
 
 def new_state(prob: Problem, log: Logging, opt: Optimizer, keys: np.ndarray, tree: bool) -> State:
-    """Fresh state of ``len(keys)`` runs at step 0 (the tree itself is built by the kernel)."""
+    """Fresh state of ``len(keys)`` runs at step 0 (the tree itself is built by the kernel).
+
+    Logits and Adam moments take the dtype of ``prob.z0`` (float64, or float32 for
+    ``precision = "float32"``); everything else is the same in both precisions.
+    """
     R = keys.shape[0]
     K = prob.z0.shape[0]
     P = 1
@@ -108,8 +112,8 @@ def new_state(prob: Problem, log: Logging, opt: Optimizer, keys: np.ndarray, tre
     rng[:, 0] = keys
     return State(
         z=np.tile(prob.z0, (R, 1)),
-        mm=np.zeros((R, width)),
-        vv=np.zeros((R, width)),
+        mm=np.zeros((R, width), prob.z0.dtype),
+        vv=np.zeros((R, width), prob.z0.dtype),
         rng=rng,
         ints=np.zeros((R, N_INTS), np.int64),
         tails=np.zeros((R, 2 * log.submask.shape[0] + 1), np.int64),

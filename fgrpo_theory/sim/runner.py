@@ -68,7 +68,7 @@ def _zero_sum(adv_c: np.ndarray, adv_w: np.ndarray, N: int) -> bool:
 
 def choose_backend(cfg: SimConfig, adv_c: np.ndarray, adv_w: np.ndarray) -> str:
     """``"sumtree"`` or ``"dense"`` for ``cfg`` (see ``SimConfig.backend``)."""
-    if cfg.backend == "dense":
+    if cfg.backend == "dense" or cfg.precision == "float32":  # float32: dense path only
         return "dense"
     ok = cfg.sumtree_eligible() and _zero_sum(adv_c, adv_w, cfg.N)
     if cfg.backend == "sumtree":
@@ -120,7 +120,12 @@ def prepare(cfg: SimConfig) -> dict:
         from .._validate import fail
 
         fail("advantage", cfg.advantage, f"finite for N = {N}")
-    p0 = probabilities(z0)
+    if cfg.precision == "float32":
+        from .precision import check_float32
+
+        z0 = z0.astype(np.float32)  # the run starts from the float32 logits; p0 is theirs
+        check_float32(cfg, z0, correct, adv_c, adv_w)
+    p0 = probabilities(z0.astype(np.float64))
     sum_p0c = float(p0[correct == 1].sum())
     clip_lo, clip_hi = cfg.clip_bounds()
     return dict(
