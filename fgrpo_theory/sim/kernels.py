@@ -410,9 +410,7 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
             while keep[X] == 0 and r < max_res:
                 _clear_counts(cnt, touched, nd)
                 if tr is None:
-                    nd, X = _draw_v(
-                        sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc
-                    )
+                    nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
                 else:
                     nd, X = _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes)
                 r += 1
