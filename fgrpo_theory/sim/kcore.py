@@ -210,20 +210,28 @@ def _sample_iid(e, cum, correct, N, state, cnt, touched):
             for i in range(K - 1):
                 k += cum[i] <= t
         else:
-            lo = 0
-            hi = nb - 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] > t:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            k = lo * _BLOCK
-            end = min(k + _BLOCK, K) - 1
-            c = (cum[lo - 1] if lo > 0 else 0.0) + e[k]
-            k, c = _walk(e, k, c, t, end)
+            k = _block_find(e, cum, nb, t)
         nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
     return nd, X
+
+
+@jit_fast_inline
+def _block_find(e, cum, nb, t):
+    """The action whose CDF first exceeds ``t`` (or the last of its block), given the prefix
+    sums ``cum[:nb]`` of blocks of ``_BLOCK`` weights ``e`` (float64 or float32; the walk sums
+    in float64): a binary search over the blocks, then a walk inside the block."""
+    lo = 0
+    hi = nb - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cum[mid] > t:
+            hi = mid
+        else:
+            lo = mid + 1
+    k = lo * _BLOCK
+    end = min(k + _BLOCK, e.shape[0]) - 1
+    c = (cum[lo - 1] if lo > 0 else 0.0) + np.float64(e[k])
+    return _walk(e, k, c, t, end)[0]
 
 
 @jit_fast_inline

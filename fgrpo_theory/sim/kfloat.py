@@ -33,9 +33,11 @@ from numba.extending import intrinsic, overload
 
 from ._jit import FM, jit_elementwise, jit_fast_inline
 from .kcore import (
+    _BLOCK,
     SAMPLER_IID,
     _adam,
     _adam_scalars,
+    _block_find,
     _exp_shift,
     _nonzero_below,
     _sample_iid,
@@ -68,7 +70,7 @@ _G5 = _F(1.0 / 120)
 _G6 = _F(1.0 / 720)
 _G7 = _F(1.0 / 5040)
 #: actions per block of the block CDF (the i.i.d. sampler's _BLOCK)
-_B32 = 64
+_B32 = _BLOCK  # the block CDF must be the one _block_find searches
 
 
 @intrinsic
@@ -161,19 +163,7 @@ def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
     if sampler == SAMPLER_IID:
         nb = (K + _B32 - 1) // _B32
         for _ in range(N):
-            t = next_uniform(state) * S
-            lo = 0
-            hi = nb - 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] > t:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            k = lo * _B32
-            end = min(k + _B32, K) - 1
-            c = (cum[lo - 1] if lo > 0 else 0.0) + np.float64(e[k])
-            k, c = _walk(e, k, c, t, end)
+            k = _block_find(e, cum, nb, next_uniform(state) * S)
             nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
         return nd, X
     _gaps32(state, gaps, N + 1)
