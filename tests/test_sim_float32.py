@@ -198,6 +198,13 @@ def test_config_refusals(kw, match):
         # SGD: |A| <= 1 (GRPO, N = 2), |g| <= 2: lr * 2 < half an ulp at 4
         (dict(K=40, N=2, logits="4x40", lr=1e-8), "lr = 1e-08"),
         (dict(K=40, optimizer="adam", adam_eps=1e-40), "adam_eps"),
+        # one logit of 0 does not let the others move (the largest |z| decides)
+        (dict(K=40, logits="4x39,0", optimizer="adam", lr=1e-8), "lr = 1e-08"),
+        # Adam's step <= 3.16 lr (default betas): 3.16 * 7e-8 = 2.2e-7 < 2.38e-7 = half an ulp at 4
+        (dict(K=40, logits="4x40", optimizer="adam", lr=7e-8), "lr = 7e-08"),
+        (dict(K=4, logits="1e39,0,0,0", correct="0"), "logits up to 1e\\+39"),
+        (dict(K=4, logits="100000000,100000001,100000002,100000003", correct="3"), "rounding"),
+        (dict(K=4, optimizer="adam", beta2=1 - 1e-9), "beta2"),
     ],
 )
 def test_float32_refusals(kw, match):
@@ -206,10 +213,11 @@ def test_float32_refusals(kw, match):
 
 
 def test_float32_accepted_at_the_bounds():
-    # span exactly 80 and lr at the resolution of the smallest logit: accepted, and run
+    # span exactly 80, and Adam's step bound just above half an ulp of the largest logits
+    # (3.16 * 1e-7 > 2.38e-7 at |z| = 4): accepted, and run
     df = simulate(SimConfig(K=40, logits="80,0x39", correct="1", steps=2, precision="float32"))
     assert np.isfinite(df.q_pos).all() and (df.q_pos > 0).all()
-    simulate(SimConfig(K=40, logits="4x39,0", optimizer="adam", lr=1e-8, steps=2,
+    simulate(SimConfig(K=40, logits="4x40", optimizer="adam", lr=1e-7, steps=2,
                        precision="float32"))  # fmt: skip
     # SGD with PPO ratios of a second inner update: unbounded for A < 0 without a dual clip, so
     # no step bound exists and nothing is refused
@@ -232,3 +240,21 @@ def test_float32_thresholds_dynamic_sampling_and_inner_updates():
     same = (t32.step.to_numpy() == t64.step.to_numpy()).mean()
     assert same >= 0.9
     assert np.abs(t32.step.to_numpy() - t64.step.to_numpy()).max() <= 2
+
+
+def test_float32_adamw_decay_is_not_lost_to_rounding():
+    """Hand case: z = 1, lr = 2e-8, wd = 1 (decay lr wd z = 2e-8), first Adam step on gradient 1
+    (move lr / (1 + eps) ~ 2e-8). Exactly, z becomes 1 - 4e-8, whose nearest float32 is
+    1 - 2**-24; rounding the factor 1 - lr wd to float32 (it is 1.0) or the decay on its own
+    (below half an ulp) would leave 1 - 2e-8, i.e. 1.0."""
+    from fgrpo_theory.sim.kfloat import _adam32
+
+    z = np.ones(1, np.float32)
+    mm = np.zeros(1, np.float32)
+    vv = np.zeros(1, np.float32)
+    e = np.ones(1, np.float32)
+    cvec = np.zeros(1, np.float32)
+    # gradient of the loss g = e * inv_s * C * inv_n - cvec * inv_n = 1
+    _adam32(z, e, 1.0, cvec, 1.0, 1.0, 2e-8, 1.0, True, 0.9, 0.999, 1e-8, 1, mm, vv)
+    exact = 1.0 - 2e-8 - 2e-8 / (1.0 + 1e-8)
+    assert z[0] == np.float32(exact) == np.float32(1.0 - 2.0**-24)

@@ -17,8 +17,10 @@ do not compile float32 code. Float32 primitives:
 * :func:`_draw32`: the i.i.d. sampler's binary search over that block CDF and a float64 walk
   inside the block; the sorted sampler with a float64 running CDF and exponential spacings from
   a vectorized ``-log`` (:func:`_gaps32`, :func:`_neg_log`).
-* :func:`_adam32`, :func:`_sgd32`: the optimizer loops with float32 scalars (16 lanes of a
-  512-bit register); the step's scalars are computed in float64 and rounded once.
+* :func:`_adam32`, :func:`_sgd32`: the optimizer loops with float32 scalars (twice the vector
+  lanes of float64); the step's scalars are computed in float64 and rounded once, and AdamW's
+  decay ``lr wd z`` is part of the increment (rounded once with the Adam move), never a factor
+  ``1 - lr wd`` rounded to float32.
 
 Sums never run in float32 beyond 64 terms, so their relative error (<= 11 float32 roundings,
 ~7e-7) does not grow with K; every logged metric is computed in float64 from the float32 logits.
@@ -31,7 +33,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ._jit import FM, jit_elementwise, jit_fast_inline
+from ._jit import FM, jit_elementwise, jit_fast, jit_fast_inline
 from .kcore import (
     _BLOCK,
     SAMPLER_IID,
@@ -263,7 +265,7 @@ def _sgd32(z, e, inv_s, cvec, C, inv_n, lr, wd):
         z[i] = zi + lr32 * g
 
 
-@jit_elementwise
+@jit_fast  # not jit_elementwise: reassociation would undo the one rounding of the increment
 def _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
     """:func:`~.kcore._adam` with float32 logits and moments: the step's scalars
     (:func:`~.kcore._adam_scalars`) in float64, rounded to float32 once; the loop in float32."""
@@ -275,7 +277,10 @@ def _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, 
     epsf = _F(sc[4])
     stepf = _F(sc[5])
     isbf = _F(sc[6])
-    decayf = _F(sc[7])
+    # AdamW's decay as z - (lr wd z + step), one rounding of the whole increment: the factor
+    # 1 - lr wd rounded to float32 is 1 for lr wd < 3e-8 (no decay at all) and off by up to
+    # 2**-25 above, and a decay rounded on its own vanishes below half an ulp of z
+    lwdf = _F(lr * wd) if decoupled else _ZERO32
     l2f = _F(sc[8])
     pc = _F(inv_s * C * inv_n)
     cn = _F(inv_n)
@@ -286,7 +291,7 @@ def _adam32(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, 
         v = b2f * vv[i] + a2f * g * g
         mm[i] = m
         vv[i] = v
-        z[i] = zi * decayf - stepf * m / (np.sqrt(v) * isbf + epsf)
+        z[i] = zi - (lwdf * zi + stepf * m / (np.sqrt(v) * isbf + epsf))
 
 
 def _is32_type(a) -> bool:

@@ -123,8 +123,8 @@ def prepare(cfg: SimConfig) -> dict:
     if cfg.precision == "float32":
         from .precision import check_float32
 
-        z0 = z0.astype(np.float32)  # the run starts from the float32 logits; p0 is theirs
-        check_float32(cfg, z0, correct, adv_c, adv_w)
+        z0 = check_float32(cfg, z0, correct, adv_c, adv_w)  # the run starts from these
+        # float32 logits; p0 is theirs
     p0 = probabilities(z0.astype(np.float64))
     sum_p0c = float(p0[correct == 1].sum())
     clip_lo, clip_hi = cfg.clip_bounds()
