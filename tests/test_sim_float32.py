@@ -165,7 +165,9 @@ def test_float32_sorted_sampler_and_sgd_run():
     a = _final(cfg)
     b = _final(cfg.replace(precision="float64"))
     assert np.all(np.isfinite(a))
-    assert abs(a[:, 0].mean() - b[:, 0].mean()) < 0.05 * b[:, 0].mean()
+    # two samples of 8 seeds: the difference of the means within 5 of its standard errors
+    se = np.sqrt(a[:, 0].var(ddof=1) / len(a) + b[:, 0].var(ddof=1) / len(b))
+    assert se > 0 and abs(a[:, 0].mean() - b[:, 0].mean()) < 5 * se
 
 
 def test_auto_backend_is_dense_in_float32():
