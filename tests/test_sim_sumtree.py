@@ -141,3 +141,36 @@ def test_lane_descents_equal_the_branching_descent_leaf_for_leaf():
                 ref -= 1
             assert w[k] > 0
             assert k == ref or abs(cum[min(k, ref)] - t) <= 1e-12 * tree[1]
+
+
+def test_leaf_ranges_hold_only_targets_that_descend_to_the_leaf():
+    """tree_leaf_range(k) = [lo, hi]: every target in it descends to leaf k (checked at its
+    ends, next to them and at random points inside), and for a leaf of non-negligible weight
+    it covers all but ~1e-12 of the leaf's share of the targets."""
+    from fgrpo_theory.sim.sumtree import tree_build, tree_find, tree_leaf_range, tree_set
+
+    rng = np.random.default_rng(5)
+    covered = 0
+    for trial in range(200):
+        K = int(rng.integers(1, 40))
+        P = 1
+        while P < K:
+            P *= 2
+        z = rng.normal(size=K) * rng.choice([0.5, 3.0, 20.0])
+        if K > 2 and trial % 3 == 0:
+            z[rng.choice(K, K // 3, replace=False)] = -1e4  # zero-weight leaves
+        tree = np.zeros(2 * P)
+        tree_build(z, tree, P)
+        for _ in range(int(rng.integers(0, 20))):  # leaves moved as the kernel moves them
+            k = int(rng.integers(K))
+            tree_set(tree, P, k, tree[P + k] * float(np.exp(rng.normal() * 0.3)))
+        for k in range(K):
+            lo, hi = tree_leaf_range(tree, P, k)
+            if lo > hi:
+                assert tree[P + k] < 1e-9 * tree[1]  # only a negligible leaf has no range
+                continue
+            covered += 1
+            assert hi - lo >= tree[P + k] * (1 - 1e-9) - 3e-12 * tree[1]
+            for t in [lo, hi, *(lo + (hi - lo) * rng.random(30))]:
+                assert tree_find(tree, P, t) == k
+    assert covered > 1000

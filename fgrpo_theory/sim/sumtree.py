@@ -12,7 +12,9 @@ import numpy as np
 
 from ._jit import jit_exact, jit_exact_inline
 
-__all__ = ["tree_build", "tree_set", "tree_find", "tree_find_lanes"]
+__all__ = ["tree_build", "tree_set", "tree_find", "tree_find_lanes", "tree_leaf_range"]
+
+_TWO_M40 = 2.0**-40  # margin of tree_leaf_range, relative to the total
 
 
 @jit_exact
@@ -88,3 +90,30 @@ def tree_find_lanes(tree, P, tb, jb, m):
         h *= 2
     for i in range(m):
         jb[i] -= P
+
+
+@jit_exact
+def tree_leaf_range(tree, P, k):
+    """``(lo, hi)`` such that :func:`tree_find` returns leaf ``k`` for every target
+    ``lo <= t <= hi`` (``lo > hi``: none known), so a draw there needs no descent.
+
+    The descent is monotone in ``t`` (at every node a larger target goes the same way or right,
+    and rounding is monotone), so leaf ``k``'s targets form an interval near
+    ``[S, S + w_k)``, ``S`` the sum of the leaves before ``k``, whose ends differ from the
+    floating-point ``S`` and ``S + w_k`` by the tree's roundings (a few ulps of the total). The
+    range returned is ``[S + d, S + w_k - d]``, ``d = 2**-40`` of the total, and only if both of
+    its ends descend to ``k`` (two descents): then, by monotonicity, every target between does.
+    """
+    total = tree[1]
+    S = 0.0  # the leaves before k, from the tree: the left siblings on the way up
+    j = P + k
+    while j > 1:
+        if j & 1:
+            S += tree[j - 1]
+        j >>= 1
+    d = total * _TWO_M40
+    lo = S + d
+    hi = S + tree[P + k] - d
+    if lo <= hi and tree_find(tree, P, lo) == k and tree_find(tree, P, hi) == k:
+        return lo, hi
+    return 1.0, 0.0
