@@ -260,3 +260,10 @@ def test_float32_adamw_decay_is_not_lost_to_rounding():
     _adam32(z, e, 1.0, cvec, 1.0, 1.0, 2e-8, 1.0, True, 0.9, 0.999, 1e-8, 1, mm, vv)
     exact = 1.0 - 2e-8 - 2e-8 / (1.0 + 1e-8)
     assert z[0] == np.float32(exact) == np.float32(1.0 - 2.0**-24)
+
+
+def test_rows_say_their_precision():
+    cfg = SimConfig(K=6, N=4, steps=2, seeds=2, thresholds=(0.5,))
+    for p in ("float64", "float32"):
+        t = simulate(cfg.replace(precision=p), tables=True)
+        assert (t.log.precision == p).all() and (t.thresholds.precision == p).all()

@@ -277,9 +277,10 @@ class SimConfig:
         Arithmetic of the dense path's logits, weights, Adam moments and updates (default
         float64). ``float32`` rounds the initial logits to float32 and runs the per-step
         arithmetic in float32 (twice the SIMD lanes of float64); sums of weights, the sampler's
-        CDF and every logged metric stay float64 (computed from the float32 logits). Dense path only
-        (``backend = "auto"`` then picks dense); refused where float32 cannot be trusted, see
-        ``docs/precision.md``. Enters ``config_hash`` only when not float64.
+        CDF and every logged metric stay float64 (computed from the float32 logits). Dense path
+        only (``backend = "auto"`` then picks dense); refused where float32 cannot be trusted,
+        see ``docs/precision.md``. Enters ``config_hash`` only when not float64; every output
+        row has a ``precision`` column.
     """
 
     K: int = 6

@@ -48,7 +48,7 @@ from .kcore import (
     _tally,
     _walk,
 )
-from .rng import GOLDEN, INV53, S11, _mix64, next_uniform
+from .rng import next_uniform, uniform_open0_at
 
 _F = np.float32
 _LOG2E32 = _F(1.4426950408889634)
@@ -242,8 +242,7 @@ def _gaps32(state, gaps, n):
     key = state[0]
     c0 = state[1]
     for i in range(n):
-        x = _mix64(key + (c0 + np.uint64(i + 1)) * GOLDEN)
-        gaps[i] = _neg_log((float(x >> S11) + 1.0) * INV53)
+        gaps[i] = _neg_log(uniform_open0_at(key, c0 + np.uint64(i + 1)))
     state[1] = c0 + np.uint64(n)
     acc = 0.0
     for i in range(n):

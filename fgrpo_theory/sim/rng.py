@@ -12,7 +12,15 @@ import numpy as np
 from ._jit import jit_exact_inline
 from .keys import GOLDEN_INT, M1_INT, M2_INT
 
-__all__ = ["next_u64", "next_uniform", "next_uniform_open0", "next_exp", "new_stream"]
+__all__ = [
+    "next_u64",
+    "next_uniform",
+    "next_uniform_open0",
+    "uniform_at",
+    "uniform_open0_at",
+    "next_exp",
+    "new_stream",
+]
 
 GOLDEN = np.uint64(GOLDEN_INT)
 M1 = np.uint64(M1_INT)
@@ -48,15 +56,25 @@ def uniform_at(key, c):
 
 
 @jit_exact_inline
+def uniform_open0_at(key, c):
+    """Word ``c`` of the stream as a uniform double in (0, 1] (safe argument for ``log``)."""
+    return (float(_mix64(key + c * GOLDEN) >> S11) + 1.0) * INV53
+
+
+@jit_exact_inline
 def next_uniform(state):
     """Uniform double in [0, 1) with 53 random bits."""
-    return float(next_u64(state) >> S11) * INV53
+    c = state[1] + ONE
+    state[1] = c
+    return uniform_at(state[0], c)
 
 
 @jit_exact_inline
 def next_uniform_open0(state):
     """Uniform double in (0, 1] with 53 random bits (safe argument for ``log``)."""
-    return (float(next_u64(state) >> S11) + 1.0) * INV53
+    c = state[1] + ONE
+    state[1] = c
+    return uniform_open0_at(state[0], c)
 
 
 @jit_exact_inline

@@ -123,8 +123,7 @@ def prepare(cfg: SimConfig) -> dict:
     if cfg.precision == "float32":
         from .precision import check_float32
 
-        z0 = check_float32(cfg, z0, correct, adv_c, adv_w)  # the run starts from these
-        # float32 logits; p0 is theirs
+        z0 = check_float32(cfg, z0, correct, adv_c, adv_w)  # float32: runs start from these
     p0 = probabilities(z0.astype(np.float64))
     sum_p0c = float(p0[correct == 1].sum())
     clip_lo, clip_hi = cfg.clip_bounds()
@@ -459,6 +458,7 @@ def simulate(
         cols["kept_active"] = np.rint(flat[:, M_ACTIVE]).astype(np.int64)
         for nm in names:
             cols[f"kept_tail_miss_{nm}"] = cols[f"tail_miss_{nm}"]
+    cols["precision"] = cfg.precision  # (last, so earlier columns keep their positions)
     log = pd.DataFrame(cols)
     if not tables:
         return log
@@ -485,6 +485,7 @@ def simulate(
     for j, nm in enumerate(names):
         tcols[f"nll_rise_{nm}"] = tf[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
     tcols.update(constants(R * n_thr))
+    tcols["precision"] = np.full(R * n_thr, cfg.precision, dtype=object)
     return SimTables(log, pd.DataFrame(tcols))
 
 
