@@ -272,3 +272,20 @@ def test_csv_results_are_reused_on_resume_and_an_edit_is_caught(tmp_path, capfd)
     edited.to_csv(files[0], index=False)
     run_sweep(SMALL, tmp_path, fmt="csv", progress=False)
     _one_line(capfd.readouterr().err, str(files[0]), "edited", "recomputing")
+
+
+def test_a_lock_whose_owner_has_not_written_its_pid_yet_is_not_taken_over(tmp_path):
+    """Between O_EXCL creation and the PID write a lock is empty: a second sweep must treat it
+    as held (it was read as PID 0, a dead owner, and taken over), until it is 10 s old."""
+    import os
+    import time
+
+    from fgrpo_theory.sim.sweep import _try_lock
+
+    lock = tmp_path / ".abc.lock"
+    lock.write_text("")
+    assert not _try_lock(lock)
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    assert _try_lock(lock)  # empty for a minute: its writer died
+    assert lock.read_text().strip() == str(os.getpid())

@@ -203,8 +203,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _lock_pid(lock: Path) -> int | None:
+    """The PID in ``lock``; None if unreadable or still empty (its writer has created it and not
+    yet written its PID: read as PID 0, a "dead" owner, such a lock was taken over and its
+    config computed twice by two sweeps on a loaded machine)."""
     try:
-        return int(lock.read_text(encoding="ascii").strip() or "0")
+        text = lock.read_text(encoding="ascii").strip()
+        return int(text) if text else None
     except (OSError, ValueError):
         return None
 
