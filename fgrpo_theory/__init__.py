@@ -128,6 +128,8 @@ Fair focal comparisons (fgrpo_theory.fair; docs/theory.md section 11)
    run_comparison                        -- focal run beside matched vanilla controls
    paired_differences                    -- focal - control at equal progress, paired by seed
    paired_bootstrap_interval             -- paired percentile-bootstrap interval of a difference
+   two_level_interval                    -- paired interval over population draws, then seeds
+   bimodality_coefficient                -- Sarle's coefficient: do seed outcomes split in two?
 
 Prompt populations (fgrpo_theory.population; docs/theory.md section 13)
 -----------------------------------------------------------------------
