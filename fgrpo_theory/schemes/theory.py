@@ -5,9 +5,9 @@ is correct and a_w(X) if not (:meth:`fgrpo_theory.schemes.Scheme.tables`). With 
 log-prob surrogate and rollouts i.i.d. from the policy, the expected update is H(mu; N) grad mu
 for ANY differentiable parametrization, with Y ~ Binomial(N - 1, mu)::
 
-    H(mu; N) = E[a_c(1 + Y)] - E[a_w(Y)]                      (difficulty_profile)
-    F(mu)    = int_0^mu H,  F(0) = 0                            (implied_objective)
-    H(mu)    = sum_{k=1..N} c_k k (1 - mu)^(k - 1)              (passk_weights: F = sum_k c_k pass@k)
+    H(mu; N) = E[a_c(1 + Y)] - E[a_w(Y)]            (difficulty_profile)
+    F(mu)    = int_0^mu H,  F(0) = 0                  (implied_objective)
+    H(mu)    = sum_{k=1..N} c_k k (1 - mu)^(k - 1)   (passk_weights; F = sum_k c_k pass@k)
 
 and :func:`scheme_lr_multiplier` matches a scheme's mean step size to a reference's under a
 difficulty distribution (the focal multiplier of sections 6 and 13, for any scheme). Every
