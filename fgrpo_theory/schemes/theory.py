@@ -224,7 +224,8 @@ def passk_weights(
     Returns
     -------
     numpy.ndarray
-        float64[N]: c_1..c_N (each the correctly rounded value of the exact expansion).
+        float64[N]: c_1..c_N, each the correctly rounded value of the exact expansion, or 0
+        where that is within its error bound of 0.
 
     Raises
     ------
@@ -234,7 +235,8 @@ def passk_weights(
     n, a_c, a_w, _ = _increments(scheme, N, r_correct, r_incorrect)
     if n > MAX_PASSK_N:
         fail("N", n, f"<= {MAX_PASSK_N} for pass@k weights")
-    worst = float(_magnitudes(a_c, a_w, n).max()) * TABLE_ULPS
+    bound = _magnitudes(a_c, a_w, n) * TABLE_ULPS
+    worst = float(bound.max())
     c = _expand(a_c, a_w, n)
     scale = float(max(abs(x) for x in c))
     if not worst <= PASSK_RTOL * scale:
@@ -245,7 +247,11 @@ def passk_weights(
             f"table rounding may reach relative error {worst / scale if scale else math.inf:.1e} "
             f"> {PASSK_RTOL:g})",
         )
-    return np.array([float(x) for x in c])
+    out = np.array([float(x) for x in c])
+    # a weight within its error bound of 0 is 0 (MaxRL's c_N, PKPO's other k: exactly 0 in
+    # exact arithmetic on exact tables, a few 1e-16 from the tables' rounding)
+    out[np.abs(out) <= bound] = 0.0
+    return out
 
 
 def _difficulty_pmf(difficulty: Any, n: int) -> np.ndarray:
