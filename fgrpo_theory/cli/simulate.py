@@ -21,6 +21,7 @@ from ._common import (
     FORMAT_OPTION,
     INNER_UPDATES_OPTION,
     SCHEDULER_OPTION,
+    SCHEME_OPTION,
     OutputFormat,
     add_sweep_options,
     check_out,
@@ -92,6 +93,7 @@ def simulate_cmd(
         "--rewards", "Rewards R_c,R_w of correct and incorrect actions.", shown="1,-1"
     ),
     gamma: str | None = _field("--gamma", "Focal exponent(s), e.g. '0,1'."),
+    scheme: str | None = SCHEME_OPTION,
     optimizer: str | None = _field("--optimizer", "sgd, adam or adamw."),
     lr: float | None = _field("--lr", "Learning rate."),
     weight_decay: float | None = _field("--weight-decay", "Weight decay."),
@@ -160,7 +162,7 @@ def simulate_cmd(
         log_every=log_every,
     )  # fmt: skip
     flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
-    flags.update(precision=precision)
+    flags.update(precision=precision, scheme=scheme)
     sweep.update({k: v for k, v in flags.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     if rewards is not None:
