@@ -221,12 +221,14 @@ def test_population_one_step(spec, opt, inner):
         z1 = z1 + th0
     else:
         z1 = _ref_train(spec, Z0, CORRECT, draws, opt, lr, wd, inner, 0.2, N, n_params=2)
-    if inner > 1:  # joint parameters: re-derive by the 2-parameter SGD (theta + phi)
-        assert opt == "sgd"
     lp = _log_softmax(z1)
     row = df[df.step == 1].iloc[0]
-    np.testing.assert_allclose(row["mu"], np.exp(lp)[CORRECT].sum(), rtol=1e-12)
-    np.testing.assert_allclose(row["entropy"], -(np.exp(lp) * lp).sum(), rtol=1e-11)
+    # rtol 1e-9: unlikeliness advantages sum to 0 exactly by definition, and the kernel's
+    # centred C makes an unsampled logit's gradient exactly 0 where this reference leaves a
+    # ~1e-18 residue, which Adam normalizes into moves of lr * 1e-10 (measured 1.4e-11 here)
+    np.testing.assert_allclose(row["mu"], np.exp(lp)[CORRECT].sum(), rtol=1e-9)
+    np.testing.assert_allclose(row["entropy"], -(np.exp(lp) * lp).sum(), rtol=1e-9)
+    assert abs(row["mu"] - np.exp(_log_softmax(Z0))[CORRECT].sum()) > 1e-4  # it moved
 
 
 # ---- threads, bad input -------------------------------------------------------------------

@@ -434,10 +434,15 @@ def _regularizer_coefficients(sch, z, e, m, inv_s, lq, touched, nd, cnt, N, cvec
     ls = -np.log(inv_s)
     a = -sch.ent_coef * N
     b = -sch.kl_coef * N if sch.kl_kind == KL_EXACT else 0.0
-    if a != 0.0 or b != 0.0:
+    if b != 0.0:  # (lq is read only here: without a KL term it is a 1 x 1 placeholder)
         for i in range(z.shape[0]):
             lp = (z[i] - m) - ls
             c = e[i] * inv_s * (a * lp + b * (lp - lq[i]))
+            cvec[i] += c
+            C += c
+    elif a != 0.0:
+        for i in range(z.shape[0]):
+            c = e[i] * inv_s * (a * ((z[i] - m) - ls))
             cvec[i] += c
             C += c
     if sch.kl_kind == KL_K3:
