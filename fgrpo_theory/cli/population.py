@@ -14,7 +14,7 @@ from ._common import OutputFormat, add_sweep_options, check_out, emit, with_prog
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 _KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
-         "lr_prompt", "advantage", "rule"]  # fmt: skip
+         "lr_prompt", "advantage", "scheme", "rule"]  # fmt: skip
 
 
 @app.command("population")

@@ -31,7 +31,25 @@ from ._common import (
     with_progress,
 )
 
-_SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
+_SUMMARY_KEYS = [
+    "name", "K", "N", "algo", "rule", "advantage", "gamma", "scheme", "optimizer", "lr",
+]  # fmt: skip
+
+
+def _shown(df, k: str) -> bool:
+    """A summary key is shown if in the frame; ``name`` when set, ``scheme`` when some config
+    has one beyond its advantage and gamma (its column then holds another scheme's spec)."""
+    if k not in df.columns:
+        return False
+    if k == "name":
+        return bool(df[k].any())
+    if k == "scheme":
+        base = df[k].astype(str).str.split("+").str[0]
+        extra = df[k].astype(str).str.contains(r"\+(?:entropy|kl)", regex=True)
+        return bool((base != df["advantage"]).any() or extra.any())
+    return True
+
+
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
 _D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
@@ -250,7 +268,7 @@ def simulate_cmd(
     if with_thr:
         from ..fair import summarize_thresholds
 
-        keys = [k for k in _SUMMARY_KEYS if k in thr.columns and (k != "name" or thr[k].any())]
+        keys = [k for k in _SUMMARY_KEYS if _shown(thr, k)]
         emit(
             summarize_thresholds(thr, by=keys),
             fmt,
@@ -262,7 +280,7 @@ def simulate_cmd(
     last = df[df["step"] == df["steps"]]
     metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
     metrics += [c for c in df.columns if c.startswith(("mass_", "pass_at_"))]
-    keys = [k for k in _SUMMARY_KEYS if k in df.columns and (k != "name" or df[k].any())]
+    keys = [k for k in _SUMMARY_KEYS if _shown(df, k)]
     summary = last.groupby(keys + ["config_hash"], sort=False)[metrics].mean().reset_index()
     summary.insert(len(keys), "runs", last.groupby("config_hash", sort=False).size().values)
     summary.insert(
