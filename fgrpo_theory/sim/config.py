@@ -289,7 +289,11 @@ class SimConfig:
         ``gamma = 1`` are one config, one hash); any other is stored in canonical form, and
         ``advantage`` and ``gamma`` must then stay at their defaults (one scheme per config).
         Enters ``config_hash`` only when not empty; every output row has a ``scheme`` column
-        (the effective canonical spec).
+        (the effective canonical spec). Likelihood-aware schemes (``unlikeliness``, ``ds``:
+        advantages from each sampled action's ``log p_old``, correctness as 0/1 rewards, so
+        ``r_correct`` / ``r_incorrect`` do not enter) and regularizers (``entropy``, ``kl``
+        with the initial policy as reference; they move every logit) run on the dense path in
+        float64 only (``precision = "float32"`` and ``backend = "sumtree"`` are refused).
     """
 
     K: int = 6
