@@ -8,8 +8,9 @@ so the sum tree does not apply; GRPO on the same path is the like-for-like refer
 one seed, metrics logged at the first and last step only. Population model at its default size
 (P = 256 + 256 test prompts, K = 64, B = 32, N = 8, Adam), one seed, one thread, at its default
 lr and at lr 1e-6 (every arm on the same trajectory: the per-step cost of the population
-depends on it, through lazy Adam catch-up and sparse theta updates). Interleaved repeats, best
-(CPU time) of each.
+depends on it, through lazy Adam catch-up and sparse theta updates). Marginal CPU time per step
+(a run of n steps minus one of n/4, so what a call does once is left out), interleaved repeats,
+best of each.
 
 Run: ``python benchmarks/bench_schemes.py [--quick]``.
 """
@@ -64,49 +65,41 @@ def main(quick: bool = False) -> int:
     from fgrpo_theory.sim import simulate
 
     header(f"Schemes vs GRPO per step: simulator K={K:,} N={N} Adam dense; population default")
-    steps = 20 if quick else 200
-    psteps = 10 if quick else 300
-    repeats = 2 if quick else 5
+    steps = 20 if quick else 400
+    psteps = 12 if quick else 400
+    repeats = 2 if quick else 3
     names = ["grpo", *TABLE, *HEAVY]
     for s in names:  # compile / load the cache
         simulate(sim_config(s, 2, K=1000), threads=1)
         simulate_population(pop_config(s, 2), threads=1)
-    sim = measure_many(
-        [lambda s=s: simulate(sim_config(s, steps), threads=1) for s in names], repeats=repeats
-    )
-    pop = measure_many(
-        [lambda s=s: simulate_population(pop_config(s, psteps), threads=1) for s in names],
-        repeats=repeats,
-    )
+
+    # marginal per-step cost: (T(n) - T(n/4)) / (3n/4) removes what a call does once
+    # (config, population generation, initial tree / logs, the output frame)
+    def marginal(run, n):
+        fns = [lambda s=s, m=m: run(s, m) for s in names for m in (n, n // 4)]
+        t = measure_many(fns, repeats=repeats)
+        return [(t[2 * i].cpu - t[2 * i + 1].cpu) / (n - n // 4) for i in range(len(names))]
+
+    sim = marginal(lambda s, m: simulate(sim_config(s, m), threads=1), steps)
+    pop = marginal(lambda s, m: simulate_population(pop_config(s, m), threads=1), psteps)
     # the population's per-step cost depends on the trajectory (lazy Adam catch-up, sparse
     # theta updates), which differs between schemes at the default lr; at lr 1e-6 every arm
     # stays at the initial policy, so the ratio is the scheme machinery's own cost
-    pop0 = measure_many(
-        [lambda s=s: simulate_population(pop_config(s, psteps, 1e-6), threads=1) for s in names],
-        repeats=repeats,
-    )
+    pop0 = marginal(lambda s, m: simulate_population(pop_config(s, m, 1e-6), threads=1), psteps)
     rows = []
-    missed = 0
     arms = (
-        ("simulator", sim, steps),
-        ("population", pop, psteps),
-        ("population, lr 1e-6 (same trajectory)", pop0, psteps),
+        ("simulator", sim),
+        ("population", pop),
+        ("population, lr 1e-6 (same trajectory)", pop0),
     )
-    for label, times, n in arms:
-        ref = times[0].cpu / n
+    for label, times in arms:
+        ref = times[0]
         rows.append(Row(f"{label}: grpo (reference)", f"{fmt_time(ref)}/step"))
         for s, t in zip(names[1:], times[1:], strict=True):
-            r = (t.cpu / n) / ref
+            r = t / ref
             lim = 1.05 if s in TABLE else 1.5
-            rows.append(
-                Row(
-                    f"{label}: {s}",
-                    f"{fmt_time(t.cpu / n)}/step",
-                    f"<= {lim}x",
-                    f"{r:.3f}x",
-                    None if quick else r <= lim,
-                )  # fmt: skip
-            )
+            ok = None if quick else r <= lim
+            rows.append(Row(f"{label}: {s}", f"{fmt_time(t)}/step", f"<= {lim}x", f"{r:.3f}x", ok))
     missed = print_table(rows)
     return 0 if missed >= 0 else 1
 
