@@ -66,8 +66,8 @@ def main(quick: bool = False) -> int:
 
     header(f"Schemes vs GRPO per step: simulator K={K:,} N={N} Adam dense; population default")
     steps = 20 if quick else 400
-    psteps = 12 if quick else 400
-    repeats = 2 if quick else 3
+    psteps = 12 if quick else 2000
+    repeats = 2 if quick else 5
     names = ["grpo", *TABLE, *HEAVY]
     for s in names:  # compile / load the cache
         simulate(sim_config(s, 2, K=1000), threads=1)
