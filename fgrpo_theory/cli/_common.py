@@ -98,6 +98,15 @@ _CLIP_HIGH = ", ".join(f"{a} {hi:g}" for a, (_, hi) in CLIP_DEFAULTS.items())
 # Options of the training algorithm shared by simulate and population: the same flag, help and
 # shown default in both; None (not given) keeps the config's value.
 ALGO_OPTION = typer.Option(None, "--algo", help="grpo, dapo or cispo.", show_default="grpo")
+SCHEME_OPTION = typer.Option(
+    None,
+    "--scheme",
+    help="Training scheme spec TERM[+TERM...], TERM = NAME[:KEY=VALUE,...]: one advantage term "
+    "(grpo, maxrl, pkpo:k=4, unlikeliness:penalty=0.25, ds, ...), optional focal:gamma=G, "
+    "entropy:coef=C, kl:coef=C,estimator=exact|k3; e.g. 'maxrl+entropy:coef=0.001'. "
+    "'fgrpo-theory scheme list' lists them.",
+    show_default="the advantage and gamma fields",
+)
 INNER_UPDATES_OPTION = typer.Option(
     None,
     "--inner-updates",

@@ -14,7 +14,7 @@ from ._common import OutputFormat, add_sweep_options, check_out, emit, with_prog
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 _KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
-         "lr_prompt", "advantage", "rule"]  # fmt: skip
+         "lr_prompt", "advantage", "scheme", "rule"]  # fmt: skip
 
 
 @app.command("population")
@@ -29,6 +29,7 @@ def population_cmd(
         None, "--N", help="Group size(s): 8, '2,8' or '2..32:x2' (overrides the config)."
     ),
     gamma: str | None = typer.Option(None, "--gamma", help="Focal exponent(s), e.g. '0,1'."),
+    scheme: str | None = opt.SCHEME_OPTION,
     steps: int | None = typer.Option(None, "--steps", help="Steps (overrides)."),
     algo: str | None = opt.ALGO_OPTION,
     inner_updates: int | None = opt.INNER_UPDATES_OPTION,
@@ -86,7 +87,7 @@ def population_cmd(
         sweep = load_population_sweep(config)
     over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling, algo=algo,
                 inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high,
-                ds_fill=ds_fill)  # fmt: skip
+                ds_fill=ds_fill, scheme=scheme)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     cfgs = expand_population_grid(sweep)

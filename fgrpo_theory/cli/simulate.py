@@ -21,6 +21,7 @@ from ._common import (
     FORMAT_OPTION,
     INNER_UPDATES_OPTION,
     SCHEDULER_OPTION,
+    SCHEME_OPTION,
     OutputFormat,
     add_sweep_options,
     check_out,
@@ -30,7 +31,25 @@ from ._common import (
     with_progress,
 )
 
-_SUMMARY_KEYS = ["name", "K", "N", "algo", "rule", "advantage", "gamma", "optimizer", "lr"]
+_SUMMARY_KEYS = [
+    "name", "K", "N", "algo", "rule", "advantage", "gamma", "scheme", "optimizer", "lr",
+]  # fmt: skip
+
+
+def _shown(df, k: str) -> bool:
+    """A summary key is shown if in the frame; ``name`` when set, ``scheme`` when some config
+    has one beyond its advantage and gamma (its column then holds another scheme's spec)."""
+    if k not in df.columns:
+        return False
+    if k == "name":
+        return bool(df[k].any())
+    if k == "scheme":
+        base = df[k].astype(str).str.split("+").str[0]
+        extra = df[k].astype(str).str.contains(r"\+(?:entropy|kl)", regex=True)
+        return bool((base != df["advantage"]).any() or extra.any())
+    return True
+
+
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
 _D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
@@ -92,6 +111,7 @@ def simulate_cmd(
         "--rewards", "Rewards R_c,R_w of correct and incorrect actions.", shown="1,-1"
     ),
     gamma: str | None = _field("--gamma", "Focal exponent(s), e.g. '0,1'."),
+    scheme: str | None = SCHEME_OPTION,
     optimizer: str | None = _field("--optimizer", "sgd, adam or adamw."),
     lr: float | None = _field("--lr", "Learning rate."),
     weight_decay: float | None = _field("--weight-decay", "Weight decay."),
@@ -160,7 +180,7 @@ def simulate_cmd(
         log_every=log_every,
     )  # fmt: skip
     flags.update(max_resamples=max_resamples, clip_low=clip_low, clip_high=clip_high)
-    flags.update(precision=precision)
+    flags.update(precision=precision, scheme=scheme)
     sweep.update({k: v for k, v in flags.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     if rewards is not None:
@@ -248,7 +268,7 @@ def simulate_cmd(
     if with_thr:
         from ..fair import summarize_thresholds
 
-        keys = [k for k in _SUMMARY_KEYS if k in thr.columns and (k != "name" or thr[k].any())]
+        keys = [k for k in _SUMMARY_KEYS if _shown(thr, k)]
         emit(
             summarize_thresholds(thr, by=keys),
             fmt,
@@ -260,7 +280,7 @@ def simulate_cmd(
     last = df[df["step"] == df["steps"]]
     metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
     metrics += [c for c in df.columns if c.startswith(("mass_", "pass_at_"))]
-    keys = [k for k in _SUMMARY_KEYS if k in df.columns and (k != "name" or df[k].any())]
+    keys = [k for k in _SUMMARY_KEYS if _shown(df, k)]
     summary = last.groupby(keys + ["config_hash"], sort=False)[metrics].mean().reset_index()
     summary.insert(len(keys), "runs", last.groupby("config_hash", sort=False).size().values)
     summary.insert(

@@ -36,6 +36,10 @@ def batch_gradient_snr(
 
     if n_draws < 2:
         fail("n_draws", n_draws, ">= 2")
+    from ..sim.records import dense_scheme
+
+    if dense_scheme(cfg.training_scheme()):
+        fail("scheme", cfg.scheme, "a table scheme (the gradient SNR reads per-X tables)")
     pop = generate_population(cfg) if population is None else population
     a_c, a_w, zero_sum = advantage_tables(cfg)
     K = pop.theta0.shape[0]

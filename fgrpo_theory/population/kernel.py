@@ -40,15 +40,19 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     OPT_SGD,
     RULE_LINEAR,
     RULE_LOGPROB,
+    SCH_TABLE,
     _adam,
     _adam_move,
     _adam_scalars,
     _clear_counts,
     _coefficients,
+    _coefficients_at,
     _exp_shift,
     _kadd,
+    _likelihood_advantages,
     _log_norm,
     _max,
+    _regularizer_coefficients,
     _sample_iid,
     _sgd,
 )
@@ -246,8 +250,8 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
 
 @jit_fast
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-            key, alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt, sparse,
-            out_p, out_c):  # fmt: skip
+            key, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
+            sparse, out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     ``alg`` is the simulator's :class:`fgrpo_theory.sim.records.Algorithm` record (group size,
@@ -265,6 +269,15 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     ``min(alg.max_res, n_train - B)`` groups are dropped per step, later groups are kept. Every
     drawn group is counted (groups, active, tail misses) for its prompt and a dropped one in
     its prompt's ``C_RESAMPLES``; dropped prompts are idle in the step.
+
+    ``sr``: None (the scheme is its per-X tables), or the simulator's
+    :class:`fgrpo_theory.sim.records.SchemeTerms`: per-action advantages of a likelihood-aware
+    scheme from the group's ``p_old`` (kept per batch group for the inner updates) and/or the
+    regularizers' weights on every logit of the prompt (reference: row ``p`` of ``sr.lq``, the
+    prompt's initial log-softmax), added at each inner update; the loss is the mean over the
+    ``B x N`` rollouts, so a regularizer of prompt p enters with ``coef / B`` (its weights are
+    ``N`` times the per-prompt gradient, the k3 weights one per rollout). The caller passes
+    ``sparse = False`` with a regularizer (every logit moves).
 
     ``sparse`` (same results bit for bit): with the global Adam state and no weight decay, a
     prompt's idle optimizer steps are replayed lazily (:func:`_adam_catchup`, steps counted in
@@ -315,6 +328,14 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     isact = np.zeros((na, K if lazy else 1), np.uint8)
     last = np.zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
     counts = np.zeros((n_train, N_CNT), np.int64)
+    if sr is not None:
+        lik = sr.kind != SCH_TABLE
+        reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0
+        ab = np.empty((nb, D))  # per-action advantages of the batch's groups
+        po = np.empty(D)  # p_old of a group (inner == 1: pb has one row, reused)
+        lp_t = np.empty(D)
+        order = np.empty(D, np.int64)
+        lq_row = sr.lq.shape[0] > 1
     state = new_stream(key)
     ostate = new_stream(_mix64(key ^ ORDER_SALT))
     perm = np.arange(n_train)
@@ -374,6 +395,23 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                             tb[b, j] = k
                             cb[b, j] = cnt[k]
                             pb[b, j] = e[k] * inv_s
+                    if sr is not None:
+                        if lik:  # per-action advantages from p_old, replacing the tables'
+                            for j in range(nd):
+                                po[j] = e[touched[j]] * inv_s
+                            _likelihood_advantages(
+                                sr, touched, nd, cnt, correct[p], X, N, po, lp_t, order,
+                                ab[b if inner > 1 else 0],
+                            )  # fmt: skip
+                            C = _coefficients_at(
+                                touched, nd, cnt, ab[b if inner > 1 else 0], e, inv_s, po, True,
+                                rule, algo, lo_b, hi_b, zero_sum, cvec, dual_c,
+                            )  # fmt: skip
+                        if reg:
+                            C += _regularizer_coefficients(
+                                sr, zb, e, _max(zb), inv_s, sr.lq[p if lq_row else 0], touched,
+                                nd, cnt, N, cvec,
+                            )  # fmt: skip
                 else:  # the same group, ratios against p_old
                     p = bp[b]
                     tch = tb[b]
@@ -384,10 +422,27 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                     inv_s = 1.0 / S
                     for j in range(nd):
                         cnt[tch[j]] = cb[b, j]
-                    C = _coefficients(
-                        tch, nd, cnt, correct[p], xb[b], adv_c, adv_w, e, inv_s, pb[b], False,
-                        rule, algo, lo_b, hi_b, zero_sum, cvec, dual_c,
-                    )  # fmt: skip
+                    if sr is None:
+                        C = _coefficients(
+                            tch, nd, cnt, correct[p], xb[b], adv_c, adv_w, e, inv_s, pb[b],
+                            False, rule, algo, lo_b, hi_b, zero_sum, cvec, dual_c,
+                        )  # fmt: skip
+                    else:
+                        if lik:
+                            C = _coefficients_at(
+                                tch, nd, cnt, ab[b], e, inv_s, pb[b], False, rule, algo, lo_b,
+                                hi_b, zero_sum, cvec, dual_c,
+                            )  # fmt: skip
+                        else:
+                            C = _coefficients(
+                                tch, nd, cnt, correct[p], xb[b], adv_c, adv_w, e, inv_s, pb[b],
+                                False, rule, algo, lo_b, hi_b, zero_sum, cvec, dual_c,
+                            )  # fmt: skip
+                        if reg:
+                            C += _regularizer_coefficients(
+                                sr, zb, e, _max(zb), inv_s, sr.lq[p if lq_row else 0], tch, nd,
+                                cnt, N, cvec,
+                            )  # fmt: skip
                 if train_theta:
                     if sparse and C == 0.0:  # the other terms are exactly zero
                         for j in range(nd):
@@ -421,6 +476,10 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                                     isact[p, i] = 1
                                     act[p, i] = i
                                 nact[p] = K
+                if sr is not None:
+                    if reg:
+                        for i in range(K):
+                            cvec[i] = 0.0
                 for j in range(nd):
                     k = tch[j]
                     cvec[k] = 0.0
@@ -458,13 +517,13 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
 
 @jit_parallel
 def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-              keys, alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
+              keys, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
               sparse, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-                keys[r], alg, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
-                sparse, out_p[r], out_c[r])  # fmt: skip
+                keys[r], alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps,
+                adam_per_prompt, sparse, out_p[r], out_c[r])  # fmt: skip
 
 
 @jit_fast

@@ -51,7 +51,11 @@ def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, boo
     from ..sim.runner import _zero_sum
 
     rc, rw = cfg.rewards
-    a_c, a_w = cfg.training_scheme().tables(cfg.N, rc, rw)
+    sch = cfg.training_scheme()
+    if sch.needs_logprobs:  # per-group advantages in the kernel; unlikeliness is zero-sum
+        z = np.zeros(cfg.N + 1)
+        return z, z.copy(), sch.base.name != "ds"
+    a_c, a_w = sch.tables(cfg.N, rc, rw)
     return a_c, a_w, _zero_sum(a_c, a_w, cfg.N)
 
 
@@ -149,6 +153,14 @@ def simulate_population(
         fail("ds_fill", cfg.ds_fill, f"'redraw' when B = the {n_train} train prompts (none left)")
     alg = algorithm_record(cfg, zero_sum, dynamic=not fill)
     opt = {"sgd": kn.OPT_SGD, "adam": kn.OPT_ADAM, "adamw": kn.OPT_ADAMW}[cfg.optimizer]
+    from ..policy import log_probabilities
+    from ..sim.records import scheme_terms
+
+    # reference of a KL term: each train prompt's initial softmax
+    sr = scheme_terms(
+        cfg.training_scheme(), cfg.N, lambda: log_probabilities(pop.theta0 + pop.phi0[:n_train])
+    )
+    sparse = _SPARSE and (sr is None or (sr.ent_coef == 0.0 and sr.kl_coef == 0.0))
     old = numba.get_num_threads()
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
@@ -162,9 +174,9 @@ def simulate_population(
             hi = min(R, lo + batch)
             kn.pop_batch(
                 pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
-                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, fill, opt, cfg.lr_shared,
+                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, sr, fill, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
-                cfg.adam_state == "per-prompt", _SPARSE, out_p[lo:hi], out_c[lo:hi],
+                cfg.adam_state == "per-prompt", sparse, out_p[lo:hi], out_c[lo:hi],
             )  # fmt: skip
             if progress is not None:
                 progress(hi, R)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..advantages.conventions import PRESETS
 from .base import Param, SchemeDef
+from .likelihood import ds_advantages, unlikeliness_advantages
 from .tables import (
     convention_table,
     maxrl_table,
@@ -108,6 +109,37 @@ _ENTRIES += [
         ),
         binary=True,
         table=pkpo_table,
+    ),
+    SchemeDef(
+        name="unlikeliness",
+        role="advantage",
+        summary="GRPO-Unlikeliness: correct rewards lowered by their likelihood rank, GRPO-norm",
+        paper="He, Fried and Welleck 2025, arXiv 2506.02355, section 4.1 (rank penalty)",
+        params=(
+            Param(
+                "penalty",
+                0.25,
+                "rank penalty beta: a correct reward times 1 - beta q/N (q = likelihood rank)",
+                lo=0.0,
+                hi=1.0,
+            ),
+        ),
+        binary=True,
+        needs_logprobs=True,
+        advantages=unlikeliness_advantages,
+    ),
+    SchemeDef(
+        name="ds",
+        role="advantage",
+        summary="differential smoothing (DS-GRPO): GRPO - gamma_p L (correct) + gamma_n L (not)",
+        paper="Gai, Zeng, Zhang and Raghunathan 2025, arXiv 2511.19942 (advantage-level form)",
+        params=(
+            Param("gamma_p", 0.05, "coefficient of -L on a correct rollout", lo=0.0),
+            Param("gamma_n", 0.05, "coefficient of +L on an incorrect rollout", lo=0.0),
+        ),
+        binary=True,
+        needs_logprobs=True,
+        advantages=ds_advantages,
     ),
     SchemeDef(
         name="entropy",

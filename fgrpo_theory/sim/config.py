@@ -289,7 +289,11 @@ class SimConfig:
         ``gamma = 1`` are one config, one hash); any other is stored in canonical form, and
         ``advantage`` and ``gamma`` must then stay at their defaults (one scheme per config).
         Enters ``config_hash`` only when not empty; every output row has a ``scheme`` column
-        (the effective canonical spec).
+        (the effective canonical spec). Likelihood-aware schemes (``unlikeliness``, ``ds``:
+        advantages from each sampled action's ``log p_old``, correctness as 0/1 rewards, so
+        ``r_correct`` / ``r_incorrect`` do not enter) and regularizers (``entropy``, ``kl``
+        with the initial policy as reference; they move every logit) run on the dense path in
+        float64 only (``precision = "float32"`` and ``backend = "sumtree"`` are refused).
     """
 
     K: int = 6
@@ -424,6 +428,20 @@ class SimConfig:
             if self.dynamic_sampling != "openrlhf":
                 fail("ds_range", list(self.ds_range), "None unless dynamic_sampling = 'openrlhf'")
         s(self, "precision", _as_choice("precision", self.precision, PRECISIONS))
+        if self.scheme:
+            from .records import dense_scheme
+
+            sch = self.training_scheme()
+            if dense_scheme(sch):
+                if self.precision == "float32":
+                    fail("precision", "float32", f"float64 for scheme {self.scheme!r}")
+                if self.backend == "sumtree":
+                    fail(
+                        "backend",
+                        "sumtree",
+                        f"dense or auto for scheme {self.scheme!r} (it moves every logit or "
+                        "needs each rollout's log-probability)",
+                    )
         if self.precision == "float32" and self.backend == "sumtree":
             fail("backend", "sumtree", "dense or auto with precision = 'float32' (dense only)")
         if self.backend == "sumtree" and not self.sumtree_eligible():
@@ -587,10 +605,10 @@ def check_dynamic_sampling(value: Any, ds_range: Any) -> tuple[str, tuple[float,
 
 def check_sim_scheme(sch: Any) -> None:
     """Refuse a scheme the simulators cannot run: one without a per-X table (a batch-scoped
-    convention) unless the kernels implement it (likelihood-aware schemes, regularizers)."""
-    if sch.needs_logprobs or sch.regularizers:
-        what = "likelihood-aware schemes" if sch.needs_logprobs else "regularizers"
-        fail("scheme", sch.spec, f"a binary group scheme (the simulators do not run {what} yet)")
+    convention). Likelihood-aware schemes (``unlikeliness``, ``ds``) and the regularizers
+    (``entropy``, ``kl``) run on the dense path in float64 (checked by the configs)."""
+    if sch.needs_logprobs:
+        return
     if not sch.has_table:
         fail("scheme", sch.spec, "a group-scoped scheme (a batch std has no per-X table)")
 

@@ -272,6 +272,26 @@ def _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t, mm, vv
 
 
 @jit_fast_inline
+def _ratio_weight(A, p, pold, j, first, rule, algo, lo_b, hi_b, dual_c):
+    """The weight ``s_k`` of a sampled action with advantage ``A``, current probability ``p``
+    and old probability ``pold[j]`` (read only when not ``first``: at the first inner update
+    the ratio is exactly 1): the clipped surrogate's (PPO, dual clip) or CISPO's weight, times
+    ``p`` for the linear surrogate (see the kernels' module docstring)."""
+    r = 1.0 if first else p / pold[j]
+    if algo == ALGO_CISPO:
+        w = min(max(r, lo_b), hi_b)
+    elif (A > 0.0 and r > hi_b) or (A < 0.0 and (r < lo_b or r > dual_c)):
+        w = 0.0  # PPO clip (or dual clip, A < 0 and r > c) active: the loss is constant
+    elif rule == RULE_LOGPROB:
+        w = r  # d(r A) = A r dlog p
+    else:
+        w = 1.0  # d(A r p_old) = A dp = A p dlog p
+    if rule == RULE_LINEAR:
+        w *= p
+    return w
+
+
+@jit_fast_inline
 def _coefficients(
     touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, first, rule, algo, lo_b, hi_b,
     zero_sum, cvec, dual_c,
@@ -291,22 +311,146 @@ def _coefficients(
         k = touched[j]
         A = ac if correct[k] else aw
         p = e[k] * inv_s
-        r = 1.0 if first else p / pold[j]
-        if algo == ALGO_CISPO:
-            w = min(max(r, lo_b), hi_b)
-        elif (A > 0.0 and r > hi_b) or (A < 0.0 and (r < lo_b or r > dual_c)):
-            w = 0.0  # PPO clip (or dual clip, A < 0 and r > c) active: the loss is constant
-        elif rule == RULE_LOGPROB:
-            w = r  # d(r A) = A r dlog p
-        else:
-            w = 1.0  # d(A r p_old) = A dp = A p dlog p
-        if rule == RULE_LINEAR:
-            w *= p
+        w = _ratio_weight(A, p, pold, j, first, rule, algo, lo_b, hi_b, dual_c)
         c = cnt[k] * A * w
         cvec[k] = c
         if centred:
             C += cnt[k] * A * (w - 1.0)
         else:
+            C += c
+    return C
+
+
+@jit_fast_inline
+def _coefficients_at(
+    touched, nd, cnt, adv_t, e, inv_s, pold, first, rule, algo, lo_b, hi_b, zero_sum, cvec,
+    dual_c,
+):  # fmt: skip
+    """:func:`_coefficients` with per-action advantages ``adv_t[j]`` of ``touched[j]`` (a
+    likelihood-aware scheme, :func:`_likelihood_advantages`) instead of per-X tables."""
+    centred = zero_sum and rule == RULE_LOGPROB
+    C = 0.0
+    for j in range(nd):
+        k = touched[j]
+        A = adv_t[j]
+        p = e[k] * inv_s
+        w = _ratio_weight(A, p, pold, j, first, rule, algo, lo_b, hi_b, dual_c)
+        c = cnt[k] * A * w
+        cvec[k] = c
+        if centred:
+            C += cnt[k] * A * (w - 1.0)
+        else:
+            C += c
+    return C
+
+
+#: SchemeTerms.kind: per-X tables, GRPO-Unlikeliness, differential smoothing
+SCH_TABLE, SCH_UNLIKELINESS, SCH_DS = 0, 1, 2
+#: SchemeTerms.kl_kind: no KL term, exact KL(pi || pi_0), the k3 estimator on the samples
+KL_OFF, KL_EXACT, KL_K3 = 0, 1, 2
+#: the std epsilon of both likelihood-aware schemes (their authors' code)
+EPS_LIKELIHOOD = 1e-6
+
+
+@jit_fast_inline
+def _likelihood_advantages(sch, touched, nd, cnt, correct, X, N, pold, lp_t, order, adv_t):
+    """Per-action advantages ``adv_t[j]`` of the sampled actions ``touched[:nd]`` (counts
+    ``cnt``, ``X`` correct draws) under a likelihood-aware scheme, from their probabilities
+    under the sampling policy ``pold[:nd]`` (a rollout's log-probability is ``L = log p_old``),
+    focal weight ``sch.focal[X]`` included; the definitions of
+    :mod:`fgrpo_theory.schemes.likelihood` (``lp_t``, ``order``: scratch of length >= nd).
+
+    Unlikeliness: the ``n_k`` rollouts of action k are tied; they get their average rank over
+    the N rollouts, ``q = #{rollouts less likely} + (#{rollouts as likely} - 1) / 2``, so
+    ``m_k = 1 - penalty q_k / N`` (correct) or 0, ``A_k = (m_k - mean m) / (std_Bessel + eps)``,
+    0 for X = 0 or N. DS: ``A_k = (c_k - X/N) / (std_pop + eps) - gamma_p c_k L_k + gamma_n (1 -
+    c_k) L_k``.
+    """
+    g = sch.focal[X]
+    for j in range(nd):
+        lp_t[j] = np.log(pold[j])
+    if sch.kind == SCH_DS:
+        mu = X / N
+        std = np.sqrt((X * (1.0 - mu) * (1.0 - mu) + (N - X) * mu * mu) / N)
+        inv = 1.0 / (std + EPS_LIKELIHOOD)
+        for j in range(nd):
+            L = lp_t[j]
+            if correct[touched[j]]:
+                a = (1.0 - mu) * inv - sch.gamma_p * L
+            else:
+                a = -mu * inv + sch.gamma_n * L
+            adv_t[j] = g * a
+        return
+    if X == 0 or X == N:  # unlikeliness: no mixed outcome, no update
+        for j in range(nd):
+            adv_t[j] = 0.0
+        return
+    for j in range(nd):  # order[:nd]: the sampled actions by ascending L (insertion sort)
+        i = j
+        while i > 0 and lp_t[order[i - 1]] > lp_t[j]:
+            order[i] = order[i - 1]
+            i -= 1
+        order[i] = j
+    below = 0
+    i = 0
+    while i < nd:  # runs of equal L share their average rank
+        v = lp_t[order[i]]
+        i2 = i
+        tie = 0
+        while i2 < nd and lp_t[order[i2]] == v:
+            tie += cnt[touched[order[i2]]]
+            i2 += 1
+        q = below + (tie - 1) * 0.5
+        for t in range(i, i2):
+            j = order[t]
+            adv_t[j] = 1.0 - sch.penalty * q / N if correct[touched[j]] else 0.0
+        below += tie
+        i = i2
+    s = 0.0
+    for j in range(nd):
+        s += cnt[touched[j]] * adv_t[j]
+    mean = s / N
+    ss = 0.0
+    for j in range(nd):
+        d = adv_t[j] - mean
+        ss += cnt[touched[j]] * d * d
+    inv = g / (np.sqrt(ss / (N - 1)) + EPS_LIKELIHOOD)
+    for j in range(nd):
+        adv_t[j] = (adv_t[j] - mean) * inv
+
+
+@jit_fast_inline
+def _regularizer_coefficients(sch, z, e, m, inv_s, lq, touched, nd, cnt, N, cvec):
+    """Add the regularizers' weights on ``dlog p_i`` to ``cvec`` (the update's gradient is
+    ``(c_i - p_i C) / N``, :mod:`fgrpo_theory.schemes.regularizers`); return their sum.
+
+    ``e = exp(z - m)``, ``inv_s = 1 / sum e``, ``lq`` the reference's log-probabilities (the
+    initial policy's). Entropy bonus ``+ coef H``: ``c_i = -coef N p_i log p_i`` (sum: ``coef N
+    H``); exact KL ``- coef KL(p || q)``: ``c_i = -coef N p_i (log p_i - log q_i)``; k3 on the
+    samples: ``coef n_k (rho_k - 1)`` at each sampled action, ``rho = q / p`` at the current
+    policy (never clipped).
+    """
+    C = 0.0
+    ls = -np.log(inv_s)
+    a = -sch.ent_coef * N
+    b = -sch.kl_coef * N if sch.kl_kind == KL_EXACT else 0.0
+    if b != 0.0:  # (lq is read only here: without a KL term it is a 1 x 1 placeholder)
+        for i in range(z.shape[0]):
+            lp = (z[i] - m) - ls
+            c = e[i] * inv_s * (a * lp + b * (lp - lq[i]))
+            cvec[i] += c
+            C += c
+    elif a != 0.0:
+        for i in range(z.shape[0]):
+            c = e[i] * inv_s * (a * ((z[i] - m) - ls))
+            cvec[i] += c
+            C += c
+    if sch.kl_kind == KL_K3:
+        for j in range(nd):
+            k = touched[j]
+            lp = (z[k] - m) - ls
+            c = sch.kl_coef * cnt[k] * np.expm1(lq[k] - lp)
+            cvec[k] += c
             C += c
     return C
 

@@ -54,14 +54,18 @@ from .kcore import (
     OPT_SGD,
     SAMPLER_IID,
     SAMPLER_SORTED,
+    SCH_TABLE,
     _clear_counts,
     _coefficients,
+    _coefficients_at,
     _kadd,
     _kadd2,
+    _likelihood_advantages,
     _local_rng,
     _log_norm,
     _masked_sum8,
     _max,
+    _regularizer_coefficients,
     _tally,
 )
 from .kfloat import _adam_v, _as_f64, _draw_v, _exp_v, _sgd_v
@@ -275,11 +279,15 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
 
 
 @jit_fast
-def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, state_io, ints,
+def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io, ints,
               tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit
     moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
-    advantages).
+    advantages). ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
+    (dense path only): per-action advantages of a likelihood-aware scheme computed from the
+    group's ``p_old`` (:func:`~.kcore._likelihood_advantages`) and/or the regularizers' weights
+    added to every logit's coefficient (:func:`~.kcore._regularizer_coefficients`), at each
+    inner update.
 
     ``z_io``, ``mm_io``, ``vv_io``, ``tree_io``, ``shift_io``, ``state_io``, ``ints``,
     ``tails_io`` are the run's rows of :class:`~.records.State` (advanced in place; the random
@@ -364,6 +372,13 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
         t_opt = ints[I_TOPT]
         margin = THR_MARGIN if z.itemsize == 8 else THR_MARGIN32
         zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
+        if sr is not None:
+            lik = sr.kind != SCH_TABLE  # a likelihood-aware advantage (else the tables)
+            reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0  # a regularizer moves every logit
+            adv_t = np.empty(D)
+            lp_t = np.empty(D)
+            order = np.empty(D, np.int64)
+            lq = sr.lq[0]
     else:
         P = 1
         while P < K:
@@ -445,14 +460,38 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
             if alg.inner > 1:
                 for j in range(nd):
                     pold[j] = e[touched[j]] * inv_s
+            if sr is not None:
+                if lik:
+                    if alg.inner == 1:
+                        for j in range(nd):
+                            pold[j] = e[touched[j]] * inv_s
+                    _likelihood_advantages(
+                        sr, touched, nd, cnt, correct, X, N, pold, lp_t, order, adv_t
+                    )
             for u in range(alg.inner):
                 if u > 0:
                     S = _exp_v(z, e, zmax, ibuf, sc)
                     inv_s = 1.0 / S
-                C = _coefficients(
-                    touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
-                    u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
-                )  # fmt: skip
+                if sr is None:
+                    C = _coefficients(
+                        touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
+                        u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                    )  # fmt: skip
+                else:
+                    if lik:
+                        C = _coefficients_at(
+                            touched, nd, cnt, adv_t, e, inv_s, pold, u == 0, alg.rule,
+                            alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                        )  # fmt: skip
+                    else:
+                        C = _coefficients(
+                            touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
+                            u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                        )  # fmt: skip
+                    if reg:
+                        C += _regularizer_coefficients(
+                            sr, z, e, zmax, inv_s, lq, touched, nd, cnt, N, cvec
+                        )
                 t_opt += 1
                 if opt.kind == OPT_SGD:
                     _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
@@ -462,8 +501,15 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
                         opt.b1, opt.b2, opt.eps, t_opt, mm, vv,
                     )  # fmt: skip
                 zmax = _max(z)
-                for j in range(nd):
-                    cvec[touched[j]] = 0.0
+                if sr is None:
+                    for j in range(nd):
+                        cvec[touched[j]] = 0.0
+                elif reg:
+                    for i in range(K):
+                        cvec[i] = 0.0
+                else:
+                    for j in range(nd):
+                        cvec[touched[j]] = 0.0
             _clear_counts(cnt, touched, nd)
         else:
             ac = adv_c[X]
@@ -541,12 +587,13 @@ def run_steps(prob, log, alg, opt, tr, z_io, mm_io, vv_io, tree_io, shift_io, st
 
 
 @jit_parallel
-def run_batch(prob, log, alg, opt, tr, st, step_lo, step_hi, out, thr_out, thr_step):
+def run_batch(prob, log, alg, opt, tr, sr, st, step_lo, step_hi, out, thr_out, thr_step):
     """:func:`run_steps` for every run (row) of ``st`` in parallel (``tr`` = None: the dense
-    path); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``, ``thr_step[r, n_thr]``."""
+    path; ``sr`` = None: tables only); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``,
+    ``thr_step[r, n_thr]``."""
     for r in prange(st.z.shape[0]):
         run_steps(
-            prob, log, alg, opt, tr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+            prob, log, alg, opt, tr, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
             st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi, out[r],
             thr_out[r], thr_step[r],
         )  # fmt: skip

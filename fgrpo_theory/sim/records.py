@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kcore import OPT_SGD
+from .kcore import KL_EXACT, KL_K3, KL_OFF, OPT_SGD, SCH_DS, SCH_TABLE, SCH_UNLIKELINESS
 
 
 class Problem(NamedTuple):
@@ -69,6 +69,59 @@ class Tree(NamedTuple):
     renorm_every: int
     etab_c: np.ndarray  # float64[N + 1, N + 1] or [1, 1]
     etab_w: np.ndarray
+
+
+class SchemeTerms(NamedTuple):
+    """What a scheme adds beyond per-X tables (``None`` in the kernels' ``sr`` argument when
+    nothing: then the tables path compiles exactly as before): a likelihood-aware advantage
+    (``kind`` = ``SCH_*`` with its parameters and the focal weight per X) and the regularizers'
+    coefficients with the reference policy's log-probabilities ``lq`` (one row per prompt)."""
+
+    kind: int  # SCH_*
+    penalty: float  # unlikeliness: rank penalty
+    gamma_p: float  # ds: coefficient of -L on a correct rollout
+    gamma_n: float  # ds: coefficient of +L on an incorrect rollout
+    focal: np.ndarray  # float64[N + 1]: focal weight (1 - X/N)^gamma
+    ent_coef: float  # entropy bonus coefficient (0 = off)
+    kl_coef: float  # KL penalty coefficient (0 = off)
+    kl_kind: int  # KL_*
+    lq: np.ndarray  # float64[rows, K]: log softmax of the reference (initial) logits, or [1, 1]
+
+
+def scheme_terms(sch, N: int, lq_of) -> SchemeTerms | None:
+    """The :class:`SchemeTerms` of a :class:`~fgrpo_theory.schemes.Scheme` for group size
+    ``N``, or ``None`` for a scheme that is tables only; ``lq_of()`` returns the reference
+    log-probabilities ``[rows, K]`` (called only when a KL term needs them)."""
+    from ..advantages import focal_weight
+
+    kind = {"unlikeliness": SCH_UNLIKELINESS, "ds": SCH_DS}.get(sch.base.name, SCH_TABLE)
+    ent = sch.regularizer("entropy")
+    kl = sch.regularizer("kl")
+    if kind == SCH_TABLE and ent is None and kl is None:
+        return None
+    kw = sch.base.kw
+    kl_kind = KL_OFF if kl is None else (KL_EXACT if kl["estimator"] == "exact" else KL_K3)
+    kl_coef = 0.0 if kl is None else float(kl["coef"])
+    need_lq = kl_kind != KL_OFF and kl_coef > 0.0
+    lq = np.ascontiguousarray(lq_of(), dtype=np.float64) if need_lq else np.zeros((1, 1))
+    focal = np.asarray(focal_weight(np.arange(N + 1) / N, sch.gamma), dtype=np.float64)
+    return SchemeTerms(
+        kind=kind,
+        penalty=float(kw.get("penalty", 0.0)),
+        gamma_p=float(kw.get("gamma_p", 0.0)),
+        gamma_n=float(kw.get("gamma_n", 0.0)),
+        focal=np.ascontiguousarray(focal.reshape(N + 1)),
+        ent_coef=0.0 if ent is None else float(ent["coef"]),
+        kl_coef=kl_coef if need_lq else 0.0,
+        kl_kind=kl_kind if need_lq else KL_OFF,
+        lq=lq,
+    )
+
+
+def dense_scheme(sch) -> bool:
+    """Whether a scheme needs the simulators' per-rollout path (likelihood-aware advantages or
+    a regularizer): dense path, float64 only."""
+    return bool(sch.needs_logprobs or sch.regularizers)
 
 
 #: Slots of the per-run integer state ``State.ints[r]`` carried between chunks of steps.

@@ -70,6 +70,10 @@ def choose_backend(cfg: SimConfig, adv_c: np.ndarray, adv_w: np.ndarray) -> str:
     """``"sumtree"`` or ``"dense"`` for ``cfg`` (see ``SimConfig.backend``)."""
     if cfg.backend == "dense" or cfg.precision == "float32":  # float32: dense path only
         return "dense"
+    from .records import dense_scheme
+
+    if dense_scheme(cfg.training_scheme()):  # per-rollout advantages or regularizers
+        return "dense"
     ok = cfg.sumtree_eligible() and _zero_sum(adv_c, adv_w, cfg.N)
     if cfg.backend == "sumtree":
         if not ok:
@@ -109,8 +113,13 @@ def prepare(cfg: SimConfig) -> dict:
     submask = np.zeros((len(names), K), dtype=np.uint8)
     for j, nm in enumerate(names):
         submask[j, parse_index_set(cfg.subsets[nm], K, f"subsets.{nm}")] = 1
-    # per-X tables of the scheme, focal weight included (P-12, P-13; schemes/base.py)
-    adv_c, adv_w = cfg.training_scheme().tables(N, cfg.r_correct, cfg.r_incorrect)
+    # per-X tables of the scheme, focal weight included (P-12, P-13; schemes/base.py); a
+    # likelihood-aware scheme has none (its advantages are computed per group in the kernel)
+    sch = cfg.training_scheme()
+    if sch.needs_logprobs:
+        adv_c = adv_w = np.zeros(N + 1)
+    else:
+        adv_c, adv_w = sch.tables(N, cfg.r_correct, cfg.r_incorrect)
     if cfg.precision == "float32":
         from .precision import check_float32
 
@@ -130,7 +139,8 @@ def prepare(cfg: SimConfig) -> dict:
         log_steps=cfg.log_schedule(),
         clip_lo=clip_lo,
         clip_hi=clip_hi,
-        zero_sum=_zero_sum(adv_c, adv_w, N),
+        # unlikeliness is zero-sum by construction (GRPO-norm of m); DS is not
+        zero_sum=_zero_sum(adv_c, adv_w, N) if not sch.needs_logprobs else sch.base.name != "ds",
         backend=choose_backend(cfg, adv_c, adv_w),
         sampler=choose_sampler(cfg),
         ds_keep=cfg.ds_keep(),
@@ -185,7 +195,12 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         b2=float(cfg.beta2),
         eps=float(cfg.adam_eps),
     )
-    rec = dict(prob=prob, log=log, alg=alg, opt=opt, tree=None)
+    from ..policy import log_probabilities
+
+    terms = rc.scheme_terms(
+        cfg.training_scheme(), cfg.N, lambda: log_probabilities(a["z0"].astype(np.float64))[None]
+    )
+    rec = dict(prob=prob, log=log, alg=alg, opt=opt, tree=None, scheme=terms)
     if tree:
         if cfg.N <= ETAB_MAX_N:  # exp(lr n A(X) / N) for X, n = 0..N, same arithmetic as the kernel
             n = np.arange(cfg.N + 1)[None, :]
@@ -229,7 +244,9 @@ def _run_chunk(
         or thr_step.shape != (R, n_thr)
     ):
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
-    kn.run_batch(p, lg, al, op, rec["tree"], st, step_lo, step_hi, out, thr_out, thr_step)
+    kn.run_batch(
+        p, lg, al, op, rec["tree"], rec["scheme"], st, step_lo, step_hi, out, thr_out, thr_step
+    )
 
 
 class SimTables(NamedTuple):

@@ -1,0 +1,120 @@
+"""Hash the outputs of a fixed set of configs (both simulators, every kernel path) so a kernel
+change can be checked bit for bit: ``python benchmarks/bitcheck.py > before.txt``, change, run
+again, ``diff``. Covers the dense and sum-tree paths, both samplers, SGD / Adam / AdamW, inner
+updates with clipping (PPO, CISPO, dual clip), dynamic sampling, float32, table schemes and the
+population model (sparse and eager Adam, SGD, inner updates, fill)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from fgrpo_theory.population import PopulationConfig, simulate_population  # noqa: E402
+from fgrpo_theory.sim import SimConfig, simulate  # noqa: E402
+
+SIM = {
+    "dense_sgd": dict(K=200, N=8, steps=60, backend="dense", seeds=3, log_every=5),
+    "tree_sgd": dict(K=200, N=8, steps=60, backend="sumtree", seeds=3, log_every=5),
+    "tree_big_N": dict(K=5000, N=100, steps=30, backend="sumtree", seeds=2, log_every=3),
+    "dense_adam_inner": dict(
+        K=300, N=16, steps=40, optimizer="adam", lr=0.02, inner_updates=4, seeds=2
+    ),
+    "dense_adamw_cispo": dict(
+        K=300,
+        N=8,
+        steps=40,
+        optimizer="adamw",
+        lr=0.02,
+        weight_decay=0.01,
+        algo="cispo",
+        inner_updates=3,
+        seeds=2,
+    ),  # fmt: skip
+    "dense_dual_linear": dict(
+        K=100, N=8, steps=40, rule="linear", inner_updates=2, dual_clip=3.0, lr=0.5, seeds=2
+    ),
+    "dense_dyn_sorted": dict(
+        K=4000,
+        N=64,
+        steps=30,
+        sampler="sorted",
+        dynamic_sampling="dapo",
+        seeds=2,
+        correct=40,
+        backend="dense",
+    ),  # fmt: skip
+    "dense_f32_adam": dict(
+        K=2000, N=8, steps=40, optimizer="adam", lr=0.01, precision="float32", seeds=2
+    ),
+    "dense_maxrl_adam": dict(K=300, N=8, steps=40, optimizer="adam", lr=0.02, scheme="maxrl"),
+    "dense_focal_trl": dict(K=300, N=8, steps=40, scheme="trl+focal:gamma=1", seeds=2),
+    "thresholds": dict(K=100, N=8, steps=80, thresholds=(0.3, 0.6), seeds=2, lr=0.5),
+}
+POP = {
+    "pop_adam": dict(P=16, P_test=4, K=32, B=4, steps=30, seeds=2, log_every=10),
+    "pop_sgd_inner": dict(
+        P=16,
+        P_test=4,
+        K=32,
+        B=4,
+        steps=30,
+        seeds=2,
+        optimizer="sgd",
+        lr_shared=0.5,
+        lr_prompt=0.5,
+        inner_updates=3,
+        log_every=10,
+    ),  # fmt: skip
+    "pop_adamw_fill": dict(
+        P=16,
+        P_test=4,
+        K=32,
+        B=4,
+        steps=30,
+        seeds=2,
+        optimizer="adamw",
+        weight_decay=0.01,
+        dynamic_sampling="dapo",
+        ds_fill="next-prompt",
+        log_every=10,
+    ),  # fmt: skip
+    "pop_perprompt_pkpo": dict(
+        P=16,
+        P_test=4,
+        K=32,
+        B=4,
+        steps=30,
+        seeds=2,
+        adam_state="per-prompt",
+        scheme="pkpo",
+        log_every=10,
+    ),  # fmt: skip
+}
+
+
+def _digest(arrs) -> str:
+    h = hashlib.sha256()
+    for a in arrs:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def main() -> None:
+    for name, kw in SIM.items():
+        t = simulate(SimConfig(**kw), tables=True)
+        cols = [c for c in t.log.columns if t.log[c].dtype.kind in "fiub"]
+        tcols = [c for c in t.thresholds.columns if t.thresholds[c].dtype.kind in "fiub"]
+        arrs = [t.log[c].to_numpy() for c in cols] + [t.thresholds[c].to_numpy() for c in tcols]
+        print(name, _digest(arrs))
+    for name, kw in POP.items():
+        df = simulate_population(PopulationConfig(**kw), per_prompt=True)
+        cols = [c for c in df.columns if df[c].dtype.kind in "fiub"]
+        print(name, _digest([df[c].to_numpy() for c in cols]))
+
+
+if __name__ == "__main__":
+    main()
