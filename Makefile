@@ -32,7 +32,7 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,dask,bench]"
 	touch $@ $(VENV)/.installed-test $(VENV)/.installed
 
-# the bench extra brings JAX, the strongest reference (issue 14); PyTorch rows need `pip install torch`
+# the bench extra brings JAX, the strongest reference; PyTorch rows need `pip install torch`
 bench: $(VENV)/.installed-bench
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
