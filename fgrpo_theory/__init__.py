@@ -123,6 +123,12 @@ Fair focal comparisons (fgrpo_theory.fair; docs/theory.md section 11)
    paired_differences                    -- focal - control at equal progress, paired by seed
    paired_bootstrap_interval             -- paired percentile-bootstrap interval of a difference
 
+Learning rates (fgrpo_theory.fair; docs/learning-rates.md)
+----------------------------------------------------------
+   lr_advice                             -- the lr to run focal at, from a vanilla lr and optimizer
+   LrAdvice                              -- its answer: focal_lr, control_lr, step_ratio, why
+   step_ratio                            -- focal's expected step over vanilla's on your prompts
+
 Prompt populations (fgrpo_theory.population; docs/theory.md section 13)
 -----------------------------------------------------------------------
    PopulationConfig                      -- P prompts over K shared strategies, theta + phi_p

@@ -1,10 +1,13 @@
-"""Fair comparisons of focal weighting (theory.md section 11, issue 11).
+"""Fair comparisons of focal weighting (theory.md section 11).
 
 - :mod:`.controls`: matched vanilla controls (lr x m_gamma, lr x h_gamma/h_0, progress matched);
 - :mod:`.progress`: equal-progress metrics from per-step logs (M_ret, rare mass, rare NLL at the
   first step where Q_pos reaches a threshold; the M_ret-against-Q_pos curve);
 - :mod:`.stats`: median, IQR, every seed, paired bootstrap intervals;
-- :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``.
+- :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``;
+- :mod:`.lr`: :func:`lr_advice`, the learning rate to run focal weighting at coming from a
+  vanilla setting (the one answer behind ``fgrpo-theory lr``), and :func:`step_ratio`, the
+  quantity behind every multiplier.
 
 Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
 """
@@ -29,6 +32,7 @@ from .controls import (
     match_factor,
     match_progress,
 )
+from .lr import LrAdvice, h_profile, lr_advice, lr_advice_table, step_ratio
 from .progress import (
     DEFAULT_THRESHOLDS,
     progress_curve,
@@ -41,11 +45,15 @@ from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
 __all__ = [
     "ARM_NAMES",
     "CONTROLS",
+    "LrAdvice",
     "DEFAULT_SEEDS",
     "DEFAULT_THRESHOLDS",
     "ProgressMatch",
     "arm_configs",
     "h_multiplier",
+    "h_profile",
+    "lr_advice",
+    "lr_advice_table",
     "h_value",
     "m_multiplier",
     "match_progress",
@@ -59,6 +67,7 @@ __all__ = [
     "subset_sizes",
     "summarize_comparison",
     "summarize_seeds",
+    "step_ratio",
     "summarize_thresholds",
     "threshold_metrics",
 ]
