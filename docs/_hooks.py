@@ -22,8 +22,6 @@ import re
 import textwrap
 from pathlib import Path
 
-from mkdocs.structure.files import File, Files
-
 ROOT = Path(__file__).resolve().parents[1]
 #: Seconds a notebook cell may run before the build fails.
 CELL_TIMEOUT = 120
@@ -158,10 +156,11 @@ def _notebook_page(path: Path) -> str:
 
     nb = nbformat.read(path, as_version=4)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # "python3" is ipykernel's own spec: the kernel runs in this Python (the docs extra)
     NotebookClient(
         nb,
-        timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        timeout=CELL_TIMEOUT,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     out = []
@@ -192,8 +191,10 @@ def _text_block(text: str) -> str:
     return "```text\n" + textwrap.dedent(text).rstrip("\n") + "\n```"
 
 
-def on_files(files: Files, config) -> Files:
+def on_files(files, config):  # noqa: ANN001, ANN201 - MkDocs's Files and config
     """Add the generated pages, the figures and the executed notebooks to the site."""
+    from mkdocs.structure.files import File
+
     generated: dict[str, str] = {"cli.md": _cli_reference(), **_experiment_pages()}
     for nb in sorted((ROOT / "docs" / "notebooks").glob("*.ipynb")):
         generated[f"notebooks/{nb.stem}.md"] = _notebook_page(nb)

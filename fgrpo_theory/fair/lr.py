@@ -5,9 +5,10 @@ their prompts' difficulty from a log). :func:`lr_advice` says at what learning r
 focal variant (gamma > 0) for a fair comparison, and why.
 
 The quantity behind every multiplier of the toolkit is one ratio (docs/learning-rates.md).
-The general form of docs/theory.md section 6: for any binary group scheme with advantage tables a_c(X), a_w(X) (the
-advantage of a correct / an incorrect rollout in a group with X correct of N), the expected
-log-prob gradient on a prompt of success rate mu is H(mu; N) grad mu with
+The general form of docs/theory.md section 6: for any binary group scheme with advantage
+tables a_c(X), a_w(X) (the advantage of a correct / an incorrect rollout in a group with X
+correct of N), the expected log-prob gradient on a prompt of success rate mu is
+H(mu; N) grad mu with
 
     H(mu; N) = E[a_c(1 + Y)] - E[a_w(Y)],   Y ~ Binomial(N - 1, mu),
 
@@ -109,9 +110,10 @@ def _check_tables(tables: Tables, N: int, name: str) -> tuple[np.ndarray, np.nda
 def h_profile(mu: Any, N: int, a_c: Any, a_w: Any) -> np.ndarray:
     """h(mu) = mu (1 - mu) H(mu; N), the size of the expected logit step (docs/theory.md sec. 6).
 
-    H(mu; N) = E[a_c(1 + Y)] - E[a_w(Y)] with Y ~ Binomial(N - 1, mu) (section 6 for any scheme), for a
-    binary group scheme whose rollout advantages are ``a_c[X]`` (correct) and ``a_w[X]``
-    (incorrect) in a group with X correct of N. Summed exactly over Y; ``mu`` is a 1-D array.
+    H(mu; N) = E[a_c(1 + Y)] - E[a_w(Y)] with Y ~ Binomial(N - 1, mu) (section 6 for any
+    scheme), for a binary group scheme whose rollout advantages are ``a_c[X]`` (correct) and
+    ``a_w[X]`` (incorrect) in a group with X correct of N. Summed exactly over Y; ``mu`` is a
+    1-D array.
     """
     from scipy.stats import binom
 
@@ -186,7 +188,8 @@ def step_ratio(
 
     (h of :func:`h_profile`) with h_s the profile of the scheme (GRPO under ``advantage``
     with focal weight (1 - X/N)^gamma, or the tables ``tables(N) -> (a_c, a_w)`` of any binary
-    group scheme) and h_0 that of GRPO under ``advantage`` (docs/theory.md sections 6 and 13). For zero-sum advantages it equals
+    group scheme) and h_0 that of GRPO under ``advantage`` (docs/theory.md sections 6 and 13).
+    For zero-sum advantages it equals
     :func:`fgrpo_theory.advantages.effective_lr_multiplier`; with the default difficulty
     mu ~ Uniform(0, 1) it tends to appendix N's m_gamma as N grows.
 
