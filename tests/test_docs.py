@@ -217,3 +217,45 @@ def test_no_issue_numbers_in_user_facing_text():
     texts |= {f"title {e.name}": e.title for e in reg.discover([])}
     for where, text in texts.items():
         assert not re.search(r"\bissues? #?\d+", text, flags=re.I), where
+
+
+def _console_examples(text: str) -> list[tuple[str, str]]:
+    """(command, expected output) of each ``$ fgrpo-theory`` line of a console block followed by
+    output lines (a bare list of commands, as in the command tour, has no output to compare)."""
+    out = []
+    for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
+        lines = block.splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("$ fgrpo-theory"):
+                j = i + 1
+                while j < len(lines) and not lines[j].startswith("$ "):
+                    j += 1
+                expected = "\n".join(lines[i + 1 : j]).strip()
+                if expected:
+                    out.append((lines[i][2:], expected))
+                i = j
+            else:
+                i += 1
+    return out
+
+
+@pytest.mark.parametrize("command,expected", _console_examples(README.read_text()))
+def test_readme_outputs_are_what_the_commands_print(command, expected, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    assert (Path(bindir) / "fgrpo-theory").exists(), "the console script is not installed"
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected

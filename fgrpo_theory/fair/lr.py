@@ -250,13 +250,13 @@ class LrAdvice:
     optimizer: str
     N: int
     gamma: float
-    difficulty: str
     step_ratio: float
     m_gamma: float
     vanilla_lr: float
     focal_lr: float
     control_lr: float
     matching: str
+    difficulty: str
     why: str
     check: str
 
