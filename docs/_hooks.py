@@ -72,16 +72,33 @@ def _cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+def _fmt(v: object) -> str:
+    """A declared parameter as text: paths relative to the repository, NumPy scalars as numbers,
+    long sequences shortened."""
+    import numpy as np
+
+    if isinstance(v, Path):
+        try:
+            return str(v.resolve().relative_to(ROOT))
+        except ValueError:
+            return v.name
+    if isinstance(v, np.generic):
+        return repr(v.item())
+    if isinstance(v, tuple | list):
+        items = [_fmt(x) for x in v]
+        if len(items) > 8:
+            items = [*items[:4], "...", *items[-2:], f"({len(v)} values)"]
+        return "(" + ", ".join(items) + ")"
+    return repr(v)
+
+
 def _params_table(params: object) -> str:
     if not dataclasses.is_dataclass(params):
         return ""
     rows = ["| parameter | value |", "|---|---|"]
     for f in dataclasses.fields(params):
-        v = getattr(params, f.name)
-        text = repr(v)
-        if len(text) > 120:
-            text = text[:117] + "..."
-        rows.append(f"| `{f.name}` | `{text.replace('|', '/')}` |")
+        text = _fmt(getattr(params, f.name)).replace("|", "/")
+        rows.append(f"| `{f.name}` | `{text}` |")
     return "\n".join(rows)
 
 
