@@ -161,3 +161,15 @@ def test_cli_errors_are_one_line(cli, args, message):
     r = cli("lr", *args)
     assert r.code == 2 and r.out == ""
     assert r.err.startswith(message) and r.err.count("\n") == 1
+
+
+def test_a_registered_scheme_plugs_in():
+    # the schemes registry's tables(N) are exactly what step_ratio's tables take
+    from fgrpo_theory.schemes import parse_scheme
+
+    focal = parse_scheme("focal:gamma=1")
+    got = step_ratio(8, tables=lambda N: focal.tables(N, r_correct=1.0, r_incorrect=0.0))
+    assert got == pytest.approx(step_ratio(8, 1.0), rel=1e-12)
+    grpo = parse_scheme("grpo")
+    same = step_ratio(8, tables=lambda N: grpo.tables(N, r_correct=1.0, r_incorrect=0.0))
+    assert same == pytest.approx(1.0, rel=1e-12)

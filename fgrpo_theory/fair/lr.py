@@ -5,8 +5,8 @@ their prompts' difficulty from a log). :func:`lr_advice` says at what learning r
 focal variant (gamma > 0) for a fair comparison, and why.
 
 The quantity behind every multiplier of the toolkit is one ratio (docs/learning-rates.md).
-The general form of docs/theory.md section 6: for any binary group scheme with advantage
-tables a_c(X), a_w(X) (the advantage of a correct / an incorrect rollout in a group with X
+docs/theory.md section 15 (the general form of section 6): for any binary group scheme with
+advantage tables a_c(X), a_w(X) (the advantage of a correct / an incorrect rollout in a group with X
 correct of N), the expected log-prob gradient on a prompt of success rate mu is
 H(mu; N) grad mu with
 
