@@ -65,7 +65,7 @@ def _cli_reference() -> str:
             elif p.default not in (None, "") and not callable(p.default):
                 d = p.default
                 default = f"`{getattr(d, 'value', d)}`"
-            text = " ".join((getattr(p, "help", None) or "").split()).replace("|", "\\|")
+            text = _md_escape(" ".join((getattr(p, "help", None) or "").split()))
             rows.append(f"| {opts} | {default.replace('|', chr(92) + '|')} | {text} |")
         if rows:
             out += ["| option | default | meaning |", "|---|---|---|", *rows, ""]
@@ -90,6 +90,15 @@ def _fmt(v: object) -> str:
             items = [*items[:4], "...", *items[-2:], f"({len(v)} values)"]
         return "(" + ", ".join(items) + ")"
     return repr(v)
+
+
+def _md_escape(text: str) -> str:
+    """Help text for a table cell: ``|`` escaped, and ``[`` / ``]`` outside code spans escaped
+    (a spec grammar such as ``NAME[:key=value][+focal:gamma=G]`` is not a link)."""
+    parts = text.replace("|", "\\|").split("`")
+    for i in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[i] = parts[i].replace("[", "\\[").replace("]", "\\]")
+    return "`".join(parts)
 
 
 def _params_table(params: object) -> str:
