@@ -42,7 +42,7 @@ class Params:
     #: fixed-step comparison claims the largest focal benefit (128, 32,768) and the middle (8,192).
     n_values: tuple[int, ...] = (128, 8192, 32768)
     gamma: float = 1.0  # the paper's simulated focal exponent (theory.md section 8)
-    #: 16 seeds: issue 11's minimum for bimodal outcomes at the edge of the band.
+    #: 16 seeds: the project's minimum for bimodal outcomes at the edge of the band.
     seeds: int = 16
     steps: int = 1000  # Fig. 2's horizon
     #: The controls besides plain vanilla: the paper's own a-priori recipe and progress matching.

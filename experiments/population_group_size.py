@@ -8,7 +8,7 @@ priori) and progress matched (the factor whose median final train pass@1 equals 
 fair one under Adam, which normalizes a constant loss factor away), under Adam and SGD, at
 B = 32 and 8, at the shared (theta and phi trained) and fully tabular (theta frozen) ends.
 Also the batch-gradient signal-to-noise ratio |E[g]|^2 / E[|g|^2] at the start against N.
-16 seeds (the floor the project sets for any focal-versus-control statement; issue 12 asks for 8).
+16 seeds (the floor the project sets for any focal-versus-control statement).
 Figure: rows = published Qwen2.5-7B sweep (Math avg), then shared/Adam (test prompts),
 tabular/Adam (train prompts: held-out ones cannot move there), shared/SGD (test), all B = 32,
 and shared/Adam compute-matched (B x N = 256, test; rows with ``B = -256`` in the table);
@@ -31,7 +31,7 @@ from ._common import PAPER, footnote, published_tables, rare_solution_nll
 
 __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot"]
 
-TITLE = "Populations: group-size sweep with shared vs tabular logits (issue 12)"
+TITLE = "Populations: group-size sweep with shared vs tabular logits"
 IN_PAPER = False
 COST_SECONDS = 120  # measured 25 s with 8 seeds (cold compile included), 2-core machine
 

@@ -138,6 +138,12 @@ Fair focal comparisons (fgrpo_theory.fair; docs/theory.md section 11)
    two_level_interval                    -- paired interval over population draws, then seeds
    bimodality_coefficient                -- Sarle's coefficient: do seed outcomes split in two?
 
+Learning rates (fgrpo_theory.fair; docs/learning-rates.md)
+----------------------------------------------------------
+   lr_advice                             -- the lr to run focal at, from a vanilla lr and optimizer
+   LrAdvice                              -- its answer: focal_lr, control_lr, step_ratio, why
+   step_ratio                            -- focal's expected step over vanilla's on your prompts
+
 Prompt populations (fgrpo_theory.population; docs/theory.md section 13)
 -----------------------------------------------------------------------
    PopulationConfig                      -- P prompts over K shared strategies, theta + phi_p

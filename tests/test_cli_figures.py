@@ -174,3 +174,11 @@ def test_validate_exit_code_1_on_failure(cli, monkeypatch):
     r = cli("validate", "--quick", "--format", "json")
     assert r.code == 1
     assert "0/1 checks passed" in r.err
+
+
+def test_help_shows_the_cache_placeholder(cli, monkeypatch):
+    # markdown help used to swallow "<cache>" as an HTML tag, printing "/fast-preview/"
+    monkeypatch.setenv("COLUMNS", "200")  # one line per option, whatever the terminal
+    r = cli("figures", "--help")
+    assert r.code == 0
+    assert "<cache>/fast-preview/" in r.out

@@ -60,9 +60,16 @@ def test_out_file_and_sweep_folder(cli, tmp_path):
     assert r.code == 0, r.err
     files = sorted(folder.glob("*.parquet"))
     assert len(files) == 4
+    assert f"wrote 4 result files to {folder}\n" in r.err
     stamps = [f.stat().st_mtime_ns for f in files]
     r = cli(*SMALL, "--N", "2,4", "--gamma", "0,1", "--out", str(folder))
     assert r.code == 0 and [f.stat().st_mtime_ns for f in files] == stamps  # resumed
+    # a rerun that reuses every file says so (it used to say "wrote 4 result files")
+    assert f"reused all 4 result files in {folder} (nothing to compute)\n" in r.err
+    assert "wrote" not in r.err
+    files[0].unlink()
+    r = cli(*SMALL, "--N", "2,4", "--gamma", "0,1", "--out", str(folder))
+    assert r.code == 0 and f"wrote 1 result file to {folder}, reused 3\n" in r.err
 
 
 def test_preset_with_overrides(cli):

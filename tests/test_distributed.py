@@ -453,11 +453,14 @@ def test_cli_without_dask_says_how_to_install(scheduler_cli, monkeypatch):
 
 
 @needs_dask
-def test_cli_unreachable_scheduler_exits_2_quickly(scheduler_cli):
+def test_cli_unreachable_scheduler_exits_2_quickly(scheduler_cli, tmp_path):
     t0 = time.perf_counter()
-    r = scheduler_cli(*SMALL, "--scheduler", "tcp://127.0.0.1:1")
+    out = tmp_path / "new" / "sweep"
+    r = scheduler_cli(*SMALL, "--scheduler", "tcp://127.0.0.1:1", "--out", str(out))
     assert r.code == 2
     assert r.err.startswith("Error: --scheduler must be a reachable Dask scheduler")
+    # the --out folders created for the run are removed again: nothing was written
+    assert not (tmp_path / "new").exists()
     assert time.perf_counter() - t0 < 15  # the default connect timeout is 5 s
 
 

@@ -114,3 +114,148 @@ def test_every_label_of_theory_md_is_in_the_table_or_pending():
 def test_theory_md_defines_the_equation_labels():
     theory = (DOCS / "theory.md").read_text()
     assert '"(P-n)" always means equation n of arXiv 2602.06717 **v2**' in theory
+
+
+# -- the front page and the documentation site -------------------------------------------------
+README = ROOT / "README.md"
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_readme_is_a_front_page():
+    text = README.read_text()
+    assert len(text.splitlines()) < 300
+    for heading in ("## Install", "## Quick start", "## What should I do?", "## Gallery"):
+        assert heading in text, heading
+    assert "make reproduce" in text and "make test" in text
+    assert "not need it to use the toolkit" in text  # make reproduce is optional
+
+
+@pytest.mark.parametrize("page", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name)
+def test_relative_links_resolve(page):
+    """Every relative link of the README and of docs/*.md names a file that exists (the site's
+    generated pages, listed in mkdocs.yml's nav, count as existing for docs/ pages)."""
+    generated = {"cli.md", "experiments/index.md"} | {
+        f"experiments/{p.stem}.md" for p in (ROOT / "experiments").glob("[!_]*.py")
+    }
+    generated |= {f"notebooks/{p.stem}.md" for p in (DOCS / "notebooks").glob("*.ipynb")}
+    generated |= {f"figures/{p.name}" for p in (ROOT / "figures").glob("*")}
+    for target in _LINK.findall(page.read_text()):
+        if target.startswith(("http://", "https://", "#", "mailto:", "data:")):
+            continue
+        path = target.split("#", 1)[0]
+        rel = (page.parent / path).resolve()
+        if rel.exists():
+            continue
+        assert page.parent == DOCS and path in generated, f"{page.name}: broken link {target}"
+
+
+def test_mkdocs_nav_lists_existing_or_generated_pages():
+    nav = re.findall(r":\s+(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), flags=re.M)
+    assert "cli.md" in nav and "glossary.md" in nav and "learning-rates.md" in nav
+    hooks = _load_hooks()
+    experiments = {f"experiments/{name}.md" for name in _experiment_names()}
+    notebooks = {f"notebooks/{p.stem}.md" for p in (DOCS / "notebooks").glob("*.ipynb")}
+    generated = {"cli.md", "experiments/index.md"} | experiments | notebooks
+    for page in nav:
+        assert (DOCS / page).exists() or page in generated, page
+    assert experiments <= set(nav), "an experiment page is missing from the nav"
+    assert notebooks <= set(nav), "a notebook is missing from the nav"
+    assert callable(hooks.on_files)
+
+
+def _load_hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_fgrpo_docs_hooks", DOCS / "_hooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _experiment_names() -> list[str]:
+    from fgrpo_theory.cli._experiments import experiments_package
+
+    reg = importlib.import_module(f"{experiments_package().__name__}.registry")
+    return [e.name for e in reg.discover([])]
+
+
+def test_cli_reference_is_generated_from_every_command():
+    import typer
+
+    from fgrpo_theory.cli import app
+
+    text = _load_hooks()._cli_reference()
+    names = typer.main.get_command(app).list_commands(None)
+    assert "lr" in names and len(names) >= 13
+    for name in names:
+        assert f"## `{name}`" in text, name
+    assert "`--optimizer`" in text and "<cache>/fast-preview/" in text
+
+
+def _help_texts() -> list[str]:
+    import typer
+
+    from fgrpo_theory.cli import app
+
+    group = typer.main.get_command(app)
+    out = [group.help or ""]
+    for name in group.list_commands(None):
+        cmd = group.get_command(None, name)
+        out.append(cmd.help or "")
+        out += [getattr(p, "help", None) or "" for p in cmd.params]
+    return out
+
+
+def test_no_issue_numbers_in_user_facing_text():
+    """README, docs pages, CLI help and figure titles never name the project's issue numbers."""
+    from fgrpo_theory.cli._experiments import experiments_package
+
+    reg = importlib.import_module(f"{experiments_package().__name__}.registry")
+    texts = {"README.md": README.read_text()}
+    texts |= {f"docs/{p.name}": p.read_text() for p in DOCS.glob("*.md")}
+    texts |= {f"help {i}": t for i, t in enumerate(_help_texts())}
+    texts |= {f"title {e.name}": e.title for e in reg.discover([])}
+    for where, text in texts.items():
+        assert not re.search(r"\bissues? #?\d+", text, flags=re.I), where
+
+
+def _console_examples(text: str) -> list[tuple[str, str]]:
+    """(command, expected output) of each ``$ fgrpo-theory`` line of a console block followed by
+    output lines (a bare list of commands, as in the command tour, has no output to compare)."""
+    out = []
+    for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
+        lines = block.splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("$ fgrpo-theory"):
+                j = i + 1
+                while j < len(lines) and not lines[j].startswith("$ "):
+                    j += 1
+                expected = "\n".join(lines[i + 1 : j]).strip()
+                if expected:
+                    out.append((lines[i][2:], expected))
+                i = j
+            else:
+                i += 1
+    return out
+
+
+@pytest.mark.parametrize("command,expected", _console_examples(README.read_text()))
+def test_readme_outputs_are_what_the_commands_print(command, expected, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bindir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+    assert (Path(bindir) / "fgrpo-theory").exists(), "the console script is not installed"
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected

@@ -202,3 +202,41 @@ def test_import_closure_by_hand(tmp_path):
     assert closure() == whole | lazy
     assert closure(exclude=("pkg.skipped",)) == (whole | lazy) - {"skipped.py", "f.py"}
     assert closure(packages=False) == (whole | {"sub/lazy/__init__.py"}) - {"sub/__init__.py"}
+
+
+# The first compilation says so on stderr (one line), a cached kernel says nothing.
+PROBE_COMPILE = (
+    "import numpy as np\n"
+    "from numba import njit\n"
+    "from fgrpo_theory.sim.kcore import _max\n"
+    "@njit\n"
+    "def other(x):\n"  # another package's kernel: never announced
+    "    return x + 1.0\n"
+    "other(1.0)\n"
+    "import sys; print('after other', file=sys.stderr, flush=True)\n"
+    "print(_max(np.arange(5.0)))\n"
+    "print(_max(np.arange(7.0)))\n"
+)
+
+
+def _run_compile_probe(cache: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["FGRPO_THEORY_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-c", PROBE_COMPILE], capture_output=True, text=True, env=env, check=True
+    )
+
+
+def test_first_compilation_prints_one_line_and_a_cached_run_none(tmp_path):
+    from fgrpo_theory._numba_cache import COMPILE_NOTICE
+
+    first = _run_compile_probe(tmp_path)
+    assert first.stdout.split() == ["4.0", "6.0"]
+    lines = first.stderr.splitlines()
+    notice = COMPILE_NOTICE.format(where=tmp_path / "numba")
+    # printed once, when our kernel compiles, not for another package's njit function
+    assert lines == ["after other", notice], first.stderr
+    second = _run_compile_probe(tmp_path)
+    assert second.stdout.split() == ["4.0", "6.0"]
+    assert second.stderr.splitlines() == ["after other"], second.stderr

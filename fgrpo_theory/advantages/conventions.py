@@ -148,7 +148,7 @@ class AdvantageConvention:
         return xp.maximum(std, xp.full_like(std, self.eps))
 
 
-#: The conventions of theory.md section 3 and issue 13, by name (see the module docstring).
+#: The conventions of theory.md section 3, by name (see the module docstring).
 PRESETS: dict[str, AdvantageConvention] = {
     c.name: c
     for c in [

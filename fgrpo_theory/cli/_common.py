@@ -38,6 +38,7 @@ __all__ = [
     "DUAL_CLIP_OPTION",
     "DYNAMIC_SAMPLING_OPTION",
     "INNER_UPDATES_OPTION",
+    "ResultFolder",
     "check_out",
     "FORMAT_OPTION",
     "OUTPUT_OPTION",
@@ -223,6 +224,69 @@ def check_out(out: Path, n_configs: int) -> None:
         fail("--out", str(out), "a path in an existing folder")
     if not os.access(parent, os.W_OK):
         fail("--out", str(out), "a path in a writable folder")
+
+
+class ResultFolder:
+    """A sweep's ``--out`` folder: created by :func:`check_out` if missing, removed again (with
+    the parents created for it) if the command fails before writing anything into it, and able
+    to say how many result files a run wrote and how many it reused.
+
+    Use as ``with ResultFolder(out, n) as folder: ...; folder.report()``.
+    """
+
+    def __init__(self, out: Path | None, n_configs: int) -> None:
+        self.out = out
+        self.n_configs = n_configs
+        self._created: list[Path] = []
+        self._before: dict[str, tuple[int, int]] = {}
+
+    def _state(self) -> dict[str, tuple[int, int]]:
+        if self.out is None or not self.out.is_dir():
+            return {}
+        state = {}
+        for f in self.out.glob("*.parquet"):
+            try:
+                st = f.stat()
+            except OSError:  # removed meanwhile (another sweep's temporary file)
+                continue
+            state[f.name] = (st.st_ino, st.st_mtime_ns)
+        return state
+
+    def __enter__(self) -> ResultFolder:
+        if self.out is not None:
+            if self.n_configs > 1:
+                missing = self.out.absolute()
+                while not missing.exists() and missing != missing.parent:
+                    self._created.append(missing)
+                    missing = missing.parent
+            check_out(self.out, self.n_configs)
+            self._before = self._state()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            return
+        for folder in self._created:  # innermost first; a folder holding anything is kept
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+    def report(self) -> None:
+        """One stderr line: how many result files were written now and how many reused."""
+        if self.out is None or self.n_configs <= 1:
+            return
+        after = self._state()
+        written = min(sum(1 for k, v in after.items() if self._before.get(k) != v), self.n_configs)
+        reused = self.n_configs - written
+        files = f"result file{'' if written == 1 else 's'}"
+        if written == 0:
+            msg = f"reused all {reused} result files in {self.out} (nothing to compute)"
+        elif reused == 0:
+            msg = f"wrote {written} {files} to {self.out}"
+        else:
+            msg = f"wrote {written} {files} to {self.out}, reused {reused}"
+        print(msg, file=sys.stderr)
 
 
 def with_progress(

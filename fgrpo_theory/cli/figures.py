@@ -29,7 +29,7 @@ def figures_cmd(
     out: Path = typer.Option(
         None,
         "--out",
-        help="Output folder [default: figures/, or <cache>/fast-preview/ with --fast].",
+        help="Output folder [default: `figures/`, or `<cache>/fast-preview/` with --fast].",
     ),
     figure_format: str = typer.Option(
         "pdf,png", "--figure-format", help="Figure file formats: pdf, png, svg."

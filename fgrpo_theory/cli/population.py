@@ -10,7 +10,7 @@ import typer
 from .._validate import fail
 from . import _common as opt
 from ._app import app
-from ._common import OutputFormat, add_sweep_options, check_out, emit, with_progress
+from ._common import OutputFormat, ResultFolder, add_sweep_options, emit, with_progress
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
 _KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
@@ -91,25 +91,25 @@ def population_cmd(
     sweep.update({k: v for k, v in over.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     cfgs = expand_population_grid(sweep)
-    if out is not None:
-        check_out(out, len(cfgs))
-    if output is not None:
-        from ._common import check_output_path
+    # a sweep's --out folder is created here and removed again if the run fails before writing
+    folder = ResultFolder(out, len(cfgs))
+    with folder:
+        if output is not None:
+            from ._common import check_output_path
 
-        check_output_path(output)
-    show = sys.stderr.isatty()
-    try:
-        if len(cfgs) == 1:
-            df = _run_one(cfgs[0], spec, out, resume, threads, show)
-        else:
-            df = run_population_sweep(
-                cfgs, out, scheduler=spec, resume=resume, threads=threads, progress=show
-            )
-            if out is not None:
-                typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)  # files are written whole (atomically) or not at all
-        raise typer.Exit(130) from None
+            check_output_path(output)
+        show = sys.stderr.isatty()
+        try:
+            if len(cfgs) == 1:
+                df = _run_one(cfgs[0], spec, out, resume, threads, show)
+            else:
+                df = run_population_sweep(
+                    cfgs, out, scheduler=spec, resume=resume, threads=threads, progress=show
+                )
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)  # files are written whole (atomically) or not
+            raise typer.Exit(130) from None
+    folder.report()
     last = df[(df["step"] == df["steps"]) & (df["bucket"] == "all")]
     cols = [c for c in _METRICS if c in last.columns]
     keys = [k for k in _KEYS if last[k].nunique() > 1] if len(cfgs) > 1 else []

@@ -23,6 +23,7 @@ from ._common import (
     SCHEDULER_OPTION,
     SCHEME_OPTION,
     OutputFormat,
+    ResultFolder,
     add_sweep_options,
     check_out,
     emit,
@@ -238,32 +239,33 @@ def simulate_cmd(
             f"used with a single config run locally (a sweep stores per-step logs only; "
             f"this is {len(cfgs)} config(s) on {scheduler})",
         )
-    if out is not None:
-        check_out(out, len(cfgs))
-    if output is not None:
-        from ._common import check_output_path
-
-        check_output_path(output)
-
     import pandas as pd
 
     from ..sim.budget import check_budget
 
-    for c in cfgs:  # refuse before compiling or allocating anything
-        check_budget(c, 1 if threads is None else threads)
-    show = _est_seconds(cfgs) > _BAR_SECONDS
-    try:
-        if with_thr:
-            df, thr = _run_thresholds(cfgs[0], out, threads, show)
-        else:
-            df = _run(cfgs, spec, out, resume, threads, show)
-    except KeyboardInterrupt:
-        # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
-        # results are written only after a config completes (atomically), so nothing is half-written
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
-    except MemoryError:
-        fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
+    # a sweep's --out folder is created here and removed again if the run fails before writing
+    folder = ResultFolder(out, len(cfgs))
+    with folder:
+        if output is not None:
+            from ._common import check_output_path
+
+            check_output_path(output)
+        for c in cfgs:  # refuse before compiling or allocating anything
+            check_budget(c, 1 if threads is None else threads)
+        show = _est_seconds(cfgs) > _BAR_SECONDS
+        try:
+            if with_thr:
+                df, thr = _run_thresholds(cfgs[0], out, threads, show)
+            else:
+                df = _run(cfgs, spec, out, resume, threads, show)
+        except KeyboardInterrupt:
+            # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
+            # results are written only after a config completes (atomically): none half-written
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+        except MemoryError:
+            fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
+    folder.report()
 
     if with_thr:
         from ..fair import summarize_thresholds
@@ -392,8 +394,6 @@ def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, 
         )
         if out is not None and folder is None:
             _write(df, out)
-        elif folder is not None:
-            typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
         return df
     if len(cfgs) == 1:
         from ..sim import simulate
@@ -414,6 +414,4 @@ def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, 
         if out is None:
             raise
         fail("--out", str(out), f"a writable folder ({e.strerror or e})")
-    if out is not None:
-        typer.echo(f"wrote {len(cfgs)} result files to {out}", err=True)
     return df

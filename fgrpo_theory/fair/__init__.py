@@ -1,11 +1,14 @@
-"""Fair comparisons of focal weighting (theory.md section 11, issue 11).
+"""Fair comparisons of focal weighting (theory.md section 11).
 
 - :mod:`.controls`: matched vanilla controls (lr x m_gamma, lr x h_gamma/h_0, progress matched);
 - :mod:`.progress`: equal-progress metrics from per-step logs (M_ret, rare mass, rare NLL at the
   first step where Q_pos reaches a threshold; the M_ret-against-Q_pos curve);
 - :mod:`.stats`: median, IQR, every seed, paired bootstrap intervals;
 - :mod:`.twolevel`: two-level (population draws, then seeds) intervals and a bimodality flag;
-- :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``.
+- :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``;
+- :mod:`.lr`: :func:`lr_advice`, the learning rate to run focal weighting at coming from a
+  vanilla setting (the one answer behind ``fgrpo-theory lr``), and :func:`step_ratio`, the
+  quantity behind every multiplier.
 
 Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
 """
@@ -30,6 +33,7 @@ from .controls import (
     match_factor,
     match_progress,
 )
+from .lr import LrAdvice, h_profile, lr_advice, lr_advice_table, step_ratio
 from .progress import (
     DEFAULT_THRESHOLDS,
     progress_curve,
@@ -46,11 +50,15 @@ __all__ = [
     "two_level_interval",
     "ARM_NAMES",
     "CONTROLS",
+    "LrAdvice",
     "DEFAULT_SEEDS",
     "DEFAULT_THRESHOLDS",
     "ProgressMatch",
     "arm_configs",
     "h_multiplier",
+    "h_profile",
+    "lr_advice",
+    "lr_advice_table",
     "h_value",
     "m_multiplier",
     "match_progress",
@@ -64,6 +72,7 @@ __all__ = [
     "subset_sizes",
     "summarize_comparison",
     "summarize_seeds",
+    "step_ratio",
     "summarize_thresholds",
     "threshold_metrics",
 ]

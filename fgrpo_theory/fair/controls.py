@@ -1,4 +1,4 @@
-"""Matched vanilla controls of a focal run (theory.md section 11, issue 11 item 1).
+"""Matched vanilla controls of a focal run (theory.md section 11).
 
 A focal weight g <= 1 shrinks every update, so a focal run must be compared with vanilla runs on
 an equal footing. For a focal config (gamma > 0) the arms are, with these fixed names:

@@ -1,4 +1,4 @@
-"""Equal-progress metrics from per-step simulator logs (theory.md section 11, issue 11 item 2).
+"""Equal-progress metrics from per-step simulator logs (theory.md section 11).
 
 Compare arms where they have made the same progress, not at the same step: for each run and each
 threshold t in (0, 1), the first logged step at which the correct mass Q_pos reaches t, and the
@@ -12,7 +12,7 @@ records the same metrics after every step without any per-step log (``SimConfig.
 ``simulate(cfg, tables=True).thresholds``), which :func:`~.compare.run_comparison` uses; this
 module's :func:`threshold_metrics` is its test oracle.
 
-Rare NLL (issue 11 item 3): the rise from step 0 of the mean ``-log p`` over a named subset S.
+Rare NLL: the rise from step 0 of the mean ``-log p`` over a named subset S.
 The simulator logs it exactly for any subset (``nll_<S>``, ``nll_rise_<S>``: ``logsumexp(z) -
 mean_{k in S} z_k``, whose oracle is :func:`mean_nll_from_logits`). From the subset masses alone
 (what :func:`threshold_metrics` reads):
@@ -45,8 +45,8 @@ __all__ = [
     "summarize_thresholds",
 ]
 
-#: Q_pos thresholds of the equal-progress comparison. 0.98 is the independent review's threshold
-#: (issue 11); 0.9 and 0.95 are reached by focal gamma = 1 within 1,000 steps at N = 128 (its
+#: Q_pos thresholds of the equal-progress comparison. 0.98 is the independent review's threshold;
+#: 0.9 and 0.95 are reached by focal gamma = 1 within 1,000 steps at N = 128 (its
 #: final Q_pos there is about 0.92, README table), so every Fig. 2 companion N has a reachable one.
 DEFAULT_THRESHOLDS = (0.9, 0.95, 0.98)
 

@@ -17,7 +17,7 @@ from .._validate import fail
 
 __all__ = ["DEFAULT_SEEDS", "STATISTICS", "summarize_seeds", "paired_bootstrap_interval"]
 
-#: Seeds per arm of a comparison (issue 11: "at least 16"; bimodal outcomes need many seeds).
+#: Seeds per arm of a comparison (at least 16: bimodal outcomes need many seeds).
 DEFAULT_SEEDS = 16
 
 #: Statistics a bootstrap can use.

@@ -1,4 +1,4 @@
-"""Populations of prompts with shared and per-prompt logits (issue 12, theory.md section 13).
+"""Populations of prompts with shared and per-prompt logits (theory.md section 13).
 
 >>> from fgrpo_theory.population import PopulationConfig, simulate_population
 >>> cfg = PopulationConfig(P=32, P_test=32, K=16, B=8, steps=20, seeds=2)

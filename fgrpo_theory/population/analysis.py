@@ -1,6 +1,6 @@
 """Population analyses: the group-size sweep, matched focal controls, batch-gradient SNR.
 
-The sweep (issue 12, "the experiment it exists for"): GRPO at several N, F-GRPO at one N for
+The sweep (the experiment the package exists for): GRPO at several N, F-GRPO at one N for
 some gammas, and the vanilla control at ``lr x c`` with ``c`` the effective learning-rate
 multiplier of focal weighting on the population (theory.md section 13), every arm over the same
 seeds (common random numbers pair them).

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from numba import njit
 
+from .._numba_cache import announce_compilation as _announce_compilation
 from .._numba_cache import register as _register_cache
 
 _register_cache()  # compiled code goes to the user cache folder, never site-packages
+_announce_compilation()  # one stderr line when a kernel compiles (a cache miss), never silent
 
 # No "reassoc" where a loop sums: a vectorized reduction's order can depend on the arrays'
 # alignment in memory, which changes between calls (measured: last-bit differences between
