@@ -31,12 +31,15 @@ __all__ = [
     "split_metrics",
     "PASS_K",
     "MAX_CACHE_ELEMENTS",
+    "CHUNK_ELEMENTS",
 ]
 
 #: The pass@k / coverage@k columns (k up to 1,024, as the population model).
 PASS_K = (1, 4, 16, 64, 256, 1024)
-#: Most cached key/value elements held at once by the tree walk (prompts are chunked below it).
-MAX_CACHE_ELEMENTS = 32_000_000
+#: Most cached key/value elements one prompt's tree walk may need (larger is refused).
+MAX_CACHE_ELEMENTS = 200_000_000
+#: Cached key/value elements the walk holds at once: prompts are processed in chunks below it.
+CHUNK_ELEMENTS = 16_000_000
 
 
 def _walk_chunk(model, tokens: torch.Tensor, L: int) -> torch.Tensor:
@@ -60,18 +63,19 @@ def answer_logprobs(model, tokens, L: int) -> torch.Tensor:
     """Log-probability [n, 4**L] (float64) of every answer to each prompt ``tokens`` [n, P].
 
     Answer ``i`` is :func:`fgrpo_theory.sequence.task.answer_tokens` ``(i, L)``. Prompts are
-    processed in chunks that keep the cached keys and values under :data:`MAX_CACHE_ELEMENTS`.
+    processed in chunks that keep the cached keys and values under :data:`CHUNK_ELEMENTS`.
     """
     tokens = torch.as_tensor(tokens)
     if tokens.ndim != 2 or tokens.shape[0] == 0:
         fail("tokens", f"shape {tuple(tokens.shape)}", "a non-empty [prompts, length] array")
     cfg = model.config
-    per_prompt = 2 * cfg.n_layers * cfg.d_model * (4 ** (L - 1)) * L * 2
+    # the deepest level: 4**(L-1) nodes x (L-1) answer tokens of keys and values, and its copy
+    per_prompt = 2 * 2 * cfg.n_layers * cfg.d_model * 4 ** (L - 1) * max(L - 1, 1)
     if per_prompt > MAX_CACHE_ELEMENTS:
         fail("L", L, f"small enough for the tree walk's cache ({per_prompt:,} elements/prompt)")
     if tokens.shape[1] + L - 1 > model.max_len:
         fail("L", L, f"<= {model.max_len - tokens.shape[1] + 1} for this model's positions")
-    step = max(1, MAX_CACHE_ELEMENTS // per_prompt)
+    step = max(1, CHUNK_ELEMENTS // per_prompt)
     was = model.training
     model.eval()
     try:
