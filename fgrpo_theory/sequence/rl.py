@@ -48,8 +48,8 @@ MAX_ROLLOUTS = 65_536
 
 
 def _parse_scheme(spec: str) -> tuple[str, float]:
-    """(convention, focal gamma) of ``CONVENTION``, ``focal:gamma=G`` or ``CONVENTION+focal:gamma=G``
-    (the grammar of the scheme registry, for the schemes this rung supports without it)."""
+    """(convention, focal gamma) of ``CONV``, ``focal:gamma=G`` or ``CONV+focal:gamma=G`` (the
+    grammar of the scheme registry, for the schemes this rung supports without it)."""
     from ..advantages import get_convention
 
     if not isinstance(spec, str) or not spec:
