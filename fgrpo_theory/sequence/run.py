@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SequenceConfig", "PRESETS", "preset", "run_sequence", "sequence_config_hash"]
 
+#: Largest estimated memory of one RL step's activations (refused before anything is allocated).
+MAX_STEP_BYTES = 4_000_000_000
+
 
 @dataclass(frozen=True)
 class SequenceConfig:
@@ -47,6 +50,23 @@ class SequenceConfig:
             fail("threads", self.threads, "an integer >= 1")
         if self.rl.B > self.task.n_train:
             fail("B", self.rl.B, f"<= the number of train prompts ({self.task.n_train})")
+        need = self.step_bytes()
+        if need > MAX_STEP_BYTES:
+            rollouts = self.rl.B * self.rl.N
+            fail(
+                "N",
+                self.rl.N,
+                f"such that one RL step fits in {MAX_STEP_BYTES / 1e9:g} GB "
+                f"(B x N = {rollouts:,} rollouts need ~{need / 1e9:.1f} GB)",
+            )
+
+    def step_bytes(self) -> int:
+        """Estimated float32 activations kept for the backward pass of one RL step: per token and
+        layer ~12 d_model + 2 d_ff values and the attention weights (heads x length)."""
+        T = self.task.prompt_len + self.task.L
+        m = self.model
+        per_token = m.n_layers * (12 * m.d_model + 2 * m.ff + 2 * m.n_heads * T) + 8 * m.d_model
+        return 4 * self.rl.B * self.rl.N * self.rl.inner_updates * T * per_token
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +101,14 @@ PRESETS: dict[str, SequenceConfig] = {
         model=ModelConfig(d_model=64, n_layers=2, n_heads=4, seed=0),
         sft=SFTConfig(teacher_beta=2.0, steps=300, batch=64, lr=3e-3, seed=0),
         rl=RLConfig(B=8, N=8, steps=40, lr=3e-4, log_every=20, eval_prompts=32, seed=0),
+    ),
+    # seconds long, for tests and CI smoke runs (L = 4: 256 answers, a width-16 model)
+    "smoke": SequenceConfig(
+        name="smoke",
+        task=GridTask(L=4, n_train=12, n_test=6, max_walls=3, min_correct=3, rare_turns=2),
+        model=ModelConfig(d_model=16, n_layers=1, n_heads=2, seed=0),
+        sft=SFTConfig(teacher_beta=1.0, steps=20, batch=16, lr=1e-2, seed=0),
+        rl=RLConfig(B=4, N=4, steps=4, lr=1e-3, log_every=2, eval_prompts=6, seed=0),
     ),
 }
 
