@@ -109,7 +109,7 @@ def test_first_ppo_update_equals_the_logprob_surrogate_gradient(sft_model):
     assert all(float(g.abs().max()) == 0.0 for g in g3)
 
 
-def test_focal_scheme_scales_each_group(sft_model):
+def test_schemes_of_the_registry_by_hand():
     r = torch.tensor([[1.0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], dtype=torch.float64)
     a0 = scheme_advantages("grpo", r)
     a1 = scheme_advantages("grpo+focal:gamma=1", r)
@@ -117,6 +117,12 @@ def test_focal_scheme_scales_each_group(sft_model):
     torch.testing.assert_close(a1, a0 * g)
     torch.testing.assert_close(scheme_advantages("focal:gamma=1", r), a1)
     np.testing.assert_allclose(a0[0].numpy(), _hand_grpo(r.numpy())[0])
+    # MaxRL (theory.md section 15): A = (r - mean r) / mean r for binary rewards, 0 if no success
+    m = scheme_advantages("maxrl", r)
+    torch.testing.assert_close(
+        m[:2], (r[:2] - r[:2].mean(1, keepdim=True)) / r[:2].mean(1, keepdim=True)
+    )
+    assert (m[2] == 0).all()
 
 
 def test_rollout_frequencies_and_lemma_3_1_against_exact_probabilities(sft_model):
@@ -165,7 +171,10 @@ def test_same_seed_same_numbers_and_refusals():
         SequenceConfig(task=TASK, rl=RLConfig(B=13))
     with pytest.raises(ValueError, match="N must be such that B x N"):
         RLConfig(B=1000, N=1000)
-    with pytest.raises(ValueError, match="scheme must be"):
-        RLConfig(scheme="grpo+entropy")
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        RLConfig(scheme="foo")
+    with pytest.raises(ValueError, match="scheme must be without regularizers"):
+        RLConfig(scheme="grpo+entropy:coef=1e-3")
+    assert RLConfig(scheme="focal:gamma=1").scheme == "grpo+focal:gamma=1"
     with pytest.raises(ValueError, match="aggregation must be one of token-mean, sequence-sum"):
         RLConfig(aggregation="mean")

@@ -24,7 +24,7 @@ def sequence_cmd(
     B: int | None = typer.Option(None, "--B", help="Prompts per step (overrides)."),
     steps: int | None = typer.Option(None, "--steps", help="RL steps (overrides)."),
     scheme: str | None = typer.Option(
-        None, "--scheme", help="Advantage scheme: grpo, trl, ..., grpo+focal:gamma=1."
+        None, "--scheme", help="Scheme spec: grpo, trl+focal:gamma=1, maxrl, ..."
     ),
     aggregation: str | None = typer.Option(
         None, "--aggregation", help="Loss aggregation: token-mean or sequence-sum."

@@ -33,6 +33,7 @@ __all__ = [
     "RLConfig",
     "AGGREGATIONS",
     "OPTIMIZERS",
+    "check_scheme",
     "scheme_advantages",
     "sample_answers",
     "token_logprobs",
@@ -47,53 +48,26 @@ OPTIMIZERS = ("adamw", "sgd")
 MAX_ROLLOUTS = 65_536
 
 
-def _parse_scheme(spec: str) -> tuple[str, float]:
-    """(convention, focal gamma) of ``CONV``, ``focal:gamma=G`` or ``CONV+focal:gamma=G`` (the
-    grammar of the scheme registry, for the schemes this rung supports without it)."""
-    from ..advantages import get_convention
+def check_scheme(spec: str) -> str:
+    """The canonical spec of a scheme of :mod:`fgrpo_theory.schemes` this loop can train with
+    (an advantage scheme with an optional focal weight; regularizers are not in this loop yet)."""
+    from ..schemes import parse_scheme
 
-    if not isinstance(spec, str) or not spec:
-        fail("scheme", spec, "a scheme such as 'grpo' or 'grpo+focal:gamma=1'")
-    parts = spec.split("+")
-    base, gamma = "grpo", 0.0
-    if not parts[0].startswith("focal"):
-        base = parts.pop(0)
-    if len(parts) > 1:
-        fail("scheme", spec, "CONVENTION, focal:gamma=G or CONVENTION+focal:gamma=G")
-    if parts:
-        name, _, args = parts[0].partition(":")
-        key, _, value = args.partition("=")
-        if name != "focal" or key != "gamma":
-            fail("scheme", spec, "CONVENTION, focal:gamma=G or CONVENTION+focal:gamma=G")
-        try:
-            gamma = float(value)
-        except ValueError:
-            fail("scheme", spec, "a focal gamma that is a number (focal:gamma=1)")
-        if not np.isfinite(gamma) or gamma < 0:
-            fail("scheme", spec, "a focal gamma >= 0")
-    try:
-        get_convention(base)
-    except ValueError:
-        fail("scheme", spec, "a known convention (grpo, trl, verl, dr-grpo, rloo, ...) first")
-    return base, gamma
+    s = parse_scheme(spec)
+    if s.regularizers:
+        names = ", ".join(t.name for t in s.regularizers)
+        fail("scheme", spec, f"without regularizers ({names}): the sequence loop has none yet")
+    return s.spec
 
 
 def scheme_advantages(spec: str, rewards: torch.Tensor, logprobs=None) -> torch.Tensor:
-    """Advantages [G, N] of 0/1 ``rewards`` [G, N] under the scheme ``spec``.
+    """Advantages [G, N] of 0/1 ``rewards`` [G, N] under the scheme ``spec``:
+    ``parse_scheme(spec).advantages`` of :mod:`fgrpo_theory.schemes` (the same functions the
+    trainer integrations call; correct = reward 1), ``logprobs`` the rollouts' sequence
+    log-probabilities under the sampling policy (likelihood-aware schemes)."""
+    from ..schemes import parse_scheme
 
-    Uses :func:`fgrpo_theory.schemes.parse_scheme` when the registry is installed, else the
-    conventions and the focal weight of :mod:`fgrpo_theory.advantages` (P-3, P-12, P-13).
-    """
-    try:
-        from ..schemes import parse_scheme  # type: ignore[import-not-found]
-    except ImportError:
-        parse_scheme = None
-    if parse_scheme is not None:
-        return parse_scheme(spec).advantages(rewards, logprobs=logprobs)
-    from ..advantages import focal_advantages
-
-    base, gamma = _parse_scheme(spec)
-    return focal_advantages(rewards, gamma, base, r_correct=1.0, r_incorrect=0.0)
+    return parse_scheme(spec).advantages(rewards, logprobs=logprobs)
 
 
 @dataclass(frozen=True)
@@ -149,16 +123,10 @@ class RLConfig:
                 fail(name, v, "a finite number >= 0")
         if self.clip_low >= 1:
             fail("clip_low", self.clip_low, "< 1")
-        _parse_scheme(self.scheme) if not _has_registry() else None
+        object.__setattr__(self, "scheme", check_scheme(self.scheme))
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _has_registry() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("fgrpo_theory.schemes") is not None
 
 
 @torch.no_grad()
