@@ -5,8 +5,9 @@ logged step x split (``train``, ``test``), with the population model's columns
 (:mod:`fgrpo_theory.population.runner`): ``pass_at_k``, ``coverage_at_k``, ``rare_nll``,
 ``rare_nll_rise`` (from step 0), ``entropy``, ``n_prompts``; train rows also ``groups``,
 ``active_frac`` (groups with mixed rewards since the previous logged step) and
-``tail_miss_rate`` (active groups with no rollout in the rare set, among active groups;
-Lemma 3.1's event B). Then the config columns and ``config_hash``.
+``tail_miss_rate`` (active groups with no rollout in the rare set, among active groups of
+prompts that have one; Lemma 3.1's event B given activity). Then the config columns and
+``config_hash``.
 """
 
 from __future__ import annotations
@@ -144,20 +145,28 @@ def run_sequence(
     *,
     cache: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    lemma_check: bool = False,
 ) -> pd.DataFrame:
     """SFT (from the cache when it holds this config's checkpoint), then RL with exact
     evaluation at steps 0, ``log_every``, ... and the last; the tidy table of the module doc.
 
     ``progress(phase, done, total)`` is called after each SFT and RL step (phase ``"sft"`` or
-    ``"rl"``). ``df.attrs["sft_cached"]`` says whether the checkpoint came from the cache.
+    ``"rl"``). ``lemma_check``: before each step, the exact ``mu`` and ``tau`` of the batch's
+    prompts (a tree walk each) give Lemma 3.1's Pr(B) of every group; train rows get
+    ``p_tail_miss`` (groups of prompts with a rare set that were active and drew no rare answer,
+    among those groups), ``p_tail_miss_lemma`` (the mean Pr(B) of the same groups) and
+    ``tail_miss_z`` (:func:`fgrpo_theory.sequence.theory.tail_miss_z`).
+    ``df.attrs["sft_cached"]`` says whether the checkpoint came from the cache.
     """
     import pandas as pd
     import torch
 
-    from .exact import PASS_K
+    from ..tail_miss import tail_miss_probability
+    from .exact import PASS_K, answer_logprobs, prompt_metrics
     from .rl import make_optimizer, rl_step
     from .sft import load_or_train_sft, torch_settings
     from .task import make_prompts
+    from .theory import tail_miss_z
 
     if not isinstance(config, SequenceConfig):
         fail("config", config, "a SequenceConfig")
@@ -174,19 +183,30 @@ def run_sequence(
     log_steps = sorted({*range(0, rl.steps + 1, rl.log_every), rl.steps})
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng([rl.seed, 3])
-    counts = np.zeros(3, dtype=np.int64)  # groups, active, active groups missing the rare set
+    # since the previous logged step: groups, active groups, active groups of prompts with a
+    # rare set, those that drew no rare answer (event B), groups of prompts with a rare set
+    counts = np.zeros(5, dtype=np.int64)
+    lemma: list[np.ndarray] = []  # Pr(B) of each group of a prompt with a rare set (lemma_check)
 
     def log(step: int) -> None:
         for s, ids in splits.items():
             row = {"step": step, "split": s, **_evaluate(model, prompts, ids, PASS_K)}
             if s == "train":
-                g, a, t = (int(c) for c in counts)
+                g, a, ar, t, gr = (int(c) for c in counts)
                 row.update(groups=g, active_frac=a / g if g else np.nan,
-                           tail_miss_rate=t / a if a else np.nan)  # fmt: skip
+                           tail_miss_rate=t / ar if ar else np.nan)  # fmt: skip
+                if lemma_check:
+                    pb = np.concatenate(lemma) if lemma else np.zeros(0)
+                    row.update(p_tail_miss=t / gr if gr else np.nan,
+                               p_tail_miss_lemma=float(pb.mean()) if gr else np.nan,
+                               tail_miss_z=tail_miss_z(t, pb))  # fmt: skip
             else:
                 row.update(groups=0, active_frac=np.nan, tail_miss_rate=np.nan)
+                if lemma_check:
+                    row.update(p_tail_miss=np.nan, p_tail_miss_lemma=np.nan, tail_miss_z=np.nan)
             rows.append(row)
         counts[:] = 0
+        lemma.clear()
 
     with torch_settings(cfg.threads):
         gen = torch.Generator().manual_seed(rl.seed)
@@ -194,10 +214,17 @@ def run_sequence(
         log(0)
         for step in range(1, rl.steps + 1):
             ids = np.sort(rng.choice(prompts.n_train, size=rl.B, replace=False))
+            has_rare = prompts.rare[ids].any(axis=1)
+            if lemma_check and has_rare.any():  # exact mu, tau of the policy that samples
+                m = prompt_metrics(
+                    answer_logprobs(model, prompts.tokens[ids[has_rare]], cfg.task.L),
+                    prompts, ids[has_rare],
+                )  # fmt: skip
+                lemma.append(np.asarray(tail_miss_probability(rl.N, m["mu"], m["tau"])))
             st = rl_step(model, opt, prompts, ids, rl, gen)
             active = (st["X"] > 0) & (st["X"] < rl.N)
-            has_rare = prompts.rare[ids].any(axis=1)
-            counts += (rl.B, active.sum(), (active & has_rare & (st["rare_hits"] == 0)).sum())
+            miss = active & has_rare & (st["rare_hits"] == 0)
+            counts += (rl.B, active.sum(), (active & has_rare).sum(), miss.sum(), has_rare.sum())
             if step in log_steps:
                 log(step)
             if progress is not None:
