@@ -98,3 +98,17 @@ def test_sft_learns_the_task_and_the_teachers_bias():
     share = met["tau"].mean() / met["mu"].mean()
     assert share < 0.5 and share < 3 * teacher_rare, (share, teacher_rare)
     assert np.isfinite(met["entropy"]).all()
+
+
+def test_checkpoint_digest_covers_the_sft_sources_only():
+    from pathlib import Path
+
+    import fgrpo_theory
+    from fgrpo_theory._numba_cache import import_closure
+    from fgrpo_theory.sequence import sft
+
+    pkg = Path(fgrpo_theory.__file__).parent
+    files = {str(p.relative_to(pkg)) for p in
+             import_closure([Path(sft.__file__)], {pkg.name: pkg}, packages=False)}  # fmt: skip
+    assert {"sequence/task.py", "sequence/model.py", "sequence/sft.py"} <= files
+    assert not files & {"sequence/rl.py", "sequence/run.py", "sequence/exact.py", "cli/sequence.py"}

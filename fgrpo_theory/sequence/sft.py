@@ -67,10 +67,16 @@ class SFTConfig:
 
 
 def code_digest() -> str:
-    """sha256 of the sequence sources and torch's version (what a checkpoint depends on)."""
+    """sha256 of torch's version and the sources a checkpoint depends on: this module and every
+    package module it imports, transitively (the static import graph of
+    :func:`fgrpo_theory._numba_cache.import_closure`; an edit to the RL loop or the CLI keeps
+    the cached checkpoint, an edit to the task, the model or the SFT recomputes it)."""
+    from .._numba_cache import import_closure
+
+    pkg = _HERE.parent
     h = hashlib.sha256(torch.__version__.encode())
-    for p in sorted(_HERE.glob("*.py")):
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in import_closure([Path(__file__)], {pkg.name: pkg}, packages=False):
+        h.update(str(p.relative_to(pkg)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
 
