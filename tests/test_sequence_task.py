@@ -123,3 +123,15 @@ def test_refusals_are_one_line(kw, words):
     with pytest.raises(ValueError) as e:
         make_prompts(GridTask(**kw))
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sequence_package_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fgrpo_theory as ft\n"
+        "t = ft.sequence.make_prompts(ft.sequence.GridTask(n_train=2, n_test=1))\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
