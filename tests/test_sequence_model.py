@@ -112,3 +112,16 @@ def test_checkpoint_digest_covers_the_sft_sources_only():
              import_closure([Path(sft.__file__)], {pkg.name: pkg}, packages=False)}  # fmt: skip
     assert {"sequence/task.py", "sequence/model.py", "sequence/sft.py"} <= files
     assert not files & {"sequence/rl.py", "sequence/run.py", "sequence/exact.py", "cli/sequence.py"}
+
+
+def test_interrupted_cache_write_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("FGRPO_THEORY_CACHE_DIR", str(tmp_path))
+
+    def save(obj, f):
+        open(f, "wb").write(b"half")  # noqa: SIM115 - a partial file, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", save)
+    with pytest.raises(KeyboardInterrupt):
+        load_or_train_sft(TASK, MODEL, SFTConfig(steps=2, batch=4))
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -184,5 +184,7 @@ def load_or_train_sft(
             torch.save(model.state_dict(), tmp)
             os.replace(tmp, path)
         except OSError:
-            tmp.unlink(missing_ok=True)  # no cache is no error: the model is in memory
+            pass  # no cache is no error: the model is in memory
+        finally:
+            tmp.unlink(missing_ok=True)  # also after Ctrl-C during the write
     return model, False
