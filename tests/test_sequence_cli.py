@@ -31,9 +31,11 @@ def test_options_reach_the_run(cli, tmp_path, monkeypatch):
     out = tmp_path / "s.csv"
     r = cli("sequence", "--preset", "smoke", "--scheme", "grpo+focal:gamma=1", "--aggregation",
             "sequence-sum", "--optimizer", "sgd", "--lr", "0.1", "--inner-updates", "2",
-            "--steps", "2", "--output", out)  # fmt: skip
+            "--steps", "2", "--lemma-check", "--output", out)  # fmt: skip
     assert r.code == 0, r.err
-    assert list(pd.read_csv(out)["step"]) == [0, 0, 2, 2]
+    df = pd.read_csv(out)
+    assert list(df["step"]) == [0, 0, 2, 2]
+    assert df["p_tail_miss_lemma"].iloc[2] > 0 and df["tail_miss_z"].notna().iloc[2]
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,12 @@ def sequence_cmd(
     threads: int = typer.Option(
         1, "--threads", help="torch threads (same seed and threads: identical numbers)."
     ),
+    lemma_check: bool = typer.Option(
+        False,
+        "--lemma-check",
+        help="Before each step compute the batch's exact mu and tau: columns p_tail_miss, "
+        "p_tail_miss_lemma (Lemma 3.1) and tail_miss_z (slower).",
+    ),
     cache: bool = typer.Option(
         True, "--cache/--no-cache", help="Reuse / store the SFT checkpoint in the user cache."
     ),
@@ -74,12 +80,13 @@ def sequence_cmd(
             print(f"\r{phase} {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
     try:
-        df = run_sequence(cfg, cache=cache, progress=progress)
+        df = run_sequence(cfg, cache=cache, progress=progress, lemma_check=lemma_check)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)  # the SFT cache is written whole or not at all
         raise typer.Exit(130) from None
     src = "from the cache" if df.attrs.get("sft_cached") else "trained"
     typer.echo(f"SFT checkpoint {src}; config_hash {df['config_hash'].iloc[0]}", err=True)
     # no value (held-out rows have no groups; single-solution prompts no rare set): empty / null
-    table = df[_COLUMNS].astype(object).where(df[_COLUMNS].notna(), None)
+    cols = _COLUMNS + (["p_tail_miss", "p_tail_miss_lemma", "tail_miss_z"] if lemma_check else [])
+    table = df[cols].astype(object).where(df[cols].notna(), None)
     emit(table, fmt, output, title=f"sequence {cfg.name}: {cfg.rl.scheme}, N={cfg.rl.N}")
