@@ -84,9 +84,9 @@ def sequence_cmd(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)  # the SFT cache is written whole or not at all
         raise typer.Exit(130) from None
-    src = "from the cache" if df.attrs.get("sft_cached") else "trained"
-    typer.echo(f"SFT checkpoint {src}; config_hash {df['config_hash'].iloc[0]}", err=True)
     # no value (held-out rows have no groups; single-solution prompts no rare set): empty / null
     cols = _COLUMNS + (["p_tail_miss", "p_tail_miss_lemma", "tail_miss_z"] if lemma_check else [])
     table = df[cols].astype(object).where(df[cols].notna(), None)
     emit(table, fmt, output, title=f"sequence {cfg.name}: {cfg.rl.scheme}, N={cfg.rl.N}")
+    src = "from the cache" if df.attrs.get("sft_cached") else "trained"
+    typer.echo(f"SFT checkpoint {src}; config_hash {df['config_hash'].iloc[0]}", err=True)

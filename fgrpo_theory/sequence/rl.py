@@ -223,6 +223,8 @@ def rl_step(
         if cfg.inner_updates > 1 and it == 0:
             old = lp_tok.detach()
         loss = surrogate_loss(lp_tok, adv, cfg, old)
+        if not torch.isfinite(loss):
+            fail("lr", cfg.lr, "small enough that the policy stays finite (diverged)")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -47,8 +47,11 @@ class SequenceConfig:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            fail("threads", self.threads, "an integer >= 1")
+        from .sft import MAX_THREADS
+
+        t = self.threads
+        if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= MAX_THREADS:
+            fail("threads", t, f"an integer in [1, {MAX_THREADS}]")
         if self.rl.B > self.task.n_train:
             fail("B", self.rl.B, f"<= the number of train prompts ({self.task.n_train})")
         need = self.step_bytes()
@@ -191,6 +194,8 @@ def run_sequence(
     def log(step: int) -> None:
         for s, ids in splits.items():
             row = {"step": step, "split": s, **_evaluate(model, prompts, ids, PASS_K)}
+            if not all(np.isfinite(row[c]) for c in ("mu", "entropy", "pass_at_1")):
+                fail("lr", rl.lr, "small enough that the policy stays finite (diverged)")
             if s == "train":
                 g, a, ar, t, gr = (int(c) for c in counts)
                 row.update(groups=g, active_frac=a / g if g else np.nan,

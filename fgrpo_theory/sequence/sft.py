@@ -34,6 +34,8 @@ __all__ = ["SFTConfig", "train_sft", "load_or_train_sft", "sft_cache_path", "cod
            "torch_settings"]  # fmt: skip
 
 _HERE = Path(__file__).resolve().parent
+#: Most torch threads a run may ask for.
+MAX_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,8 @@ def code_digest() -> str:
 def torch_settings(threads: int) -> Iterator[None]:
     """Run with ``threads`` intra-op threads and torch's deterministic algorithms on; restored
     after. With the same seed and thread count every number is identical (CPU)."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        fail("threads", threads, "an integer >= 1")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        fail("threads", threads, f"an integer in [1, {MAX_THREADS}]")
     old_t = torch.get_num_threads()
     old_d = torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(threads)
@@ -148,6 +150,8 @@ def train_sft(
             idx = (cum[pid] <= u[:, None]).sum(axis=1)
             moves = torch.from_numpy(answer_tokens(idx, task.L))
             loss = -answer_loss(model, ptok[pid], moves).mean()
+            if not torch.isfinite(loss):
+                fail("sft_lr", sft.lr, "small enough that the SFT loss stays finite (diverged)")
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
