@@ -4,6 +4,7 @@
 - :mod:`.progress`: equal-progress metrics from per-step logs (M_ret, rare mass, rare NLL at the
   first step where Q_pos reaches a threshold; the M_ret-against-Q_pos curve);
 - :mod:`.stats`: median, IQR, every seed, paired bootstrap intervals;
+- :mod:`.twolevel`: two-level (population draws, then seeds) intervals and a bimodality flag;
 - :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``.
 
 Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
@@ -37,8 +38,12 @@ from .progress import (
     threshold_metrics,
 )
 from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
+from .twolevel import bimodality_coefficient, per_draw_differences, two_level_interval
 
 __all__ = [
+    "bimodality_coefficient",
+    "per_draw_differences",
+    "two_level_interval",
     "ARM_NAMES",
     "CONTROLS",
     "DEFAULT_SEEDS",
