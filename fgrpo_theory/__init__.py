@@ -163,7 +163,8 @@ Submodules
 ----------
 ``tail_miss``, ``advantages``, ``schemes``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``,
 ``fair``, ``population``, ``diagnose``, ``significance``, ``distributed``, ``validation``,
-``plotting`` (matplotlib; import it explicitly).
+``sequence`` (a transformer over token sequences; its model, SFT, exact metrics and RL modules
+need PyTorch, the extra ``[torch]``), ``plotting`` (matplotlib; import it explicitly).
 """
 
 __doc__ = f"{__doc__ or ''}{_CATALOGUE}"
@@ -202,6 +203,7 @@ _SUBMODULES = (
     "significance",
     "distributed",
     "validation",
+    "sequence",
     "plotting",
 )
 

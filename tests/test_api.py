@@ -23,7 +23,9 @@ import fgrpo_theory as ft
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Modules that importing the package or calling a closed form must not load.
-HEAVY = ("numba", "matplotlib", "fgrpo_theory.sim", "fgrpo_theory.cli", "typer", "rich")
+HEAVY = (
+    "numba", "matplotlib", "fgrpo_theory.sim", "fgrpo_theory.cli", "typer", "rich", "torch",
+)  # fmt: skip
 
 
 def _loaded_after(code: str) -> list[str]:

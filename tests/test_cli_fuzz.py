@@ -14,7 +14,8 @@ Hypothesis runs derandomized (tests/conftest.py) with a fixed number of examples
 the test is deterministic and takes about a minute on 2 cores. Commands that can start heavy work
 (``simulate``, ``mass``, ``figures``, ``validate``) get tiny sizes: ``simulate`` always gets small
 ``--K/--N/--steps/--seeds`` unless the fuzzed value is itself small or garbage, ``figures`` is
-only asked for ``list`` or an unknown name, and ``validate``'s library call is replaced by a
+only asked for ``list`` or an unknown name, ``sequence`` always runs its seconds-long ``smoke``
+preset (other options fuzzed on it), and ``validate``'s library call is replaced by a
 two-row stand-in (what is fuzzed is the command's parsing and output, not the checks).
 """
 
@@ -87,9 +88,12 @@ HEAVY_OK = ["0", "1", "2", "-1", *GARBAGE]
 
 #: A small configuration added to every simulate run unless the option is fuzzed itself.
 SIMULATE_TINY = {"--K": "4", "--N": "2", "--steps": "2", "--seeds": "1", "--threads": "1"}
+#: Appended last to every sequence run (the last one wins): the seconds-long preset, whatever
+#: preset was fuzzed (quick trains for half a minute); the other options are fuzzed on it.
+SEQUENCE_TINY = ["--preset", "smoke"]
 
 COMMANDS = sorted(__import__("typer").main.get_command(app).commands)
-EXAMPLES = {"simulate": 12, "validate": 15, "figures": 15, "mass": 30}
+EXAMPLES = {"simulate": 12, "validate": 15, "figures": 15, "mass": 30, "sequence": 12}
 
 
 def _params(command: str) -> list:
@@ -147,6 +151,8 @@ def _argv(draw, command: str) -> list[str]:
         for opt, val in SIMULATE_TINY.items():
             if opt not in given_opts:
                 argv += [opt, val]
+    if command == "sequence":
+        argv += SEQUENCE_TINY
     return argv
 
 

@@ -1,0 +1,180 @@
+"""The RL loop of the sequence rung (issue 24 step 4).
+
+Oracles: (1) one step's gradient and SGD update against a hand computation: advantages from the
+formula (r - mean r) / std r written out here, the surrogate's log-probabilities from the
+prefix-tree walk (the cached path, not the causal forward pass the loop differentiates);
+(2) rollout frequencies against the exact answer probabilities within binomial standard errors,
+and the frequency of Lemma 3.1's event (active group, no rollout in the rare set) against
+``tail_miss_probability`` with the model's own mu and tau.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fgrpo_theory.sequence.exact import _walk_chunk, answer_logprobs  # noqa: E402
+from fgrpo_theory.sequence.model import ModelConfig  # noqa: E402
+from fgrpo_theory.sequence.rl import (  # noqa: E402
+    RLConfig,
+    make_optimizer,
+    rl_step,
+    sample_answers,
+    scheme_advantages,
+    surrogate_loss,
+    token_logprobs,
+)
+from fgrpo_theory.sequence.sft import SFTConfig, train_sft  # noqa: E402
+from fgrpo_theory.sequence.task import GridTask, answer_index, make_prompts  # noqa: E402
+from fgrpo_theory.tail_miss import tail_miss_probability  # noqa: E402
+
+TASK = GridTask(L=4, n_train=12, n_test=4, max_walls=3, min_correct=3, rare_turns=2, seed=1)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def sft_model():
+    with torch.random.fork_rng():
+        torch.set_num_threads(1)
+        m = train_sft(TASK, ModelConfig(d_model=16, n_layers=2, n_heads=2, seed=4),
+                      SFTConfig(steps=40, batch=32, lr=1e-2, teacher_beta=1.0))  # fmt: skip
+    return m
+
+
+def _hand_grpo(r: np.ndarray) -> np.ndarray:
+    """(r - mean r) / population std per group, 0 for a flat group (GRPO, P-3)."""
+    out = np.zeros_like(r)
+    for g in range(len(r)):
+        s = r[g].std()
+        out[g] = 0.0 if s == 0 else (r[g] - r[g].mean()) / s
+    return out
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "sequence-sum"])
+def test_one_sgd_step_equals_the_hand_gradient(sft_model, aggregation):
+    import copy
+
+    model = copy.deepcopy(sft_model).double()
+    p = make_prompts(TASK)
+    cfg = RLConfig(B=4, N=6, scheme="grpo", aggregation=aggregation, optimizer="sgd", lr=0.05)
+    ids = np.array([0, 3, 5, 8])
+    # the hand computation: the same rollouts (same generator seed), advantages by formula, the
+    # surrogate from the tree walk's log-probabilities of every answer
+    moves, _ = sample_answers(model, torch.from_numpy(p.tokens[ids]), cfg.N, TASK.L,
+                              torch.Generator().manual_seed(9))  # fmt: skip
+    r = p.rewards(ids, moves.numpy())
+    assert ((r.sum(1) > 0) & (r.sum(1) < cfg.N)).any(), "need an active group"
+    A = torch.from_numpy(_hand_grpo(r))
+    lp_all = _walk_chunk(model, torch.from_numpy(p.tokens[ids]), TASK.L)  # differentiable
+    lp = lp_all.gather(1, torch.from_numpy(answer_index(moves.numpy())))
+    per = TASK.L if aggregation == "token-mean" else 1
+    f = -(A * lp).sum() / (cfg.B * cfg.N * per)
+    hand = torch.autograd.grad(f, list(model.parameters()))
+    before = [q.detach().clone() for q in model.parameters()]
+    st = rl_step(model, make_optimizer(model, cfg), p, ids, cfg, torch.Generator().manual_seed(9))
+    np.testing.assert_array_equal(st["rewards"], r)
+    for q0, q1, g in zip(before, model.parameters(), hand, strict=True):
+        torch.testing.assert_close(q1.detach() - q0, -cfg.lr * g, rtol=1e-7, atol=1e-12)
+    assert max(float(g.abs().max()) for g in hand) > 1e-3  # the step is not trivially zero
+
+
+def test_first_ppo_update_equals_the_logprob_surrogate_gradient(sft_model):
+    import copy
+
+    model = copy.deepcopy(sft_model).double()
+    p = make_prompts(TASK)
+    ptok = torch.from_numpy(p.tokens[:3])
+    moves, _ = sample_answers(model, ptok, 5, TASK.L, torch.Generator().manual_seed(2))
+    A = scheme_advantages("grpo", torch.from_numpy(p.rewards(np.arange(3), moves.numpy())))
+    cfg = RLConfig(inner_updates=4)
+    lp = token_logprobs(model, ptok, moves)
+    g1 = torch.autograd.grad(surrogate_loss(lp, A, cfg), list(model.parameters()))
+    lp = token_logprobs(model, ptok, moves)
+    g2 = torch.autograd.grad(surrogate_loss(lp, A, cfg, lp.detach()), list(model.parameters()))
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    # a ratio beyond the clip range has no gradient through the clipped branch
+    lp = token_logprobs(model, ptok, moves)
+    far = surrogate_loss(lp, torch.ones_like(A), cfg, lp.detach() - 1.0)  # r = e > 1.2, A > 0
+    g3 = torch.autograd.grad(far, list(model.parameters()))
+    assert all(float(g.abs().max()) == 0.0 for g in g3)
+
+
+def test_schemes_of_the_registry_by_hand():
+    r = torch.tensor([[1.0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], dtype=torch.float64)
+    a0 = scheme_advantages("grpo", r)
+    a1 = scheme_advantages("grpo+focal:gamma=1", r)
+    g = torch.tensor([0.75, 0.25, 1.0], dtype=torch.float64)[:, None]
+    torch.testing.assert_close(a1, a0 * g)
+    torch.testing.assert_close(scheme_advantages("focal:gamma=1", r), a1)
+    np.testing.assert_allclose(a0[0].numpy(), _hand_grpo(r.numpy())[0])
+    # MaxRL (theory.md section 15): A = (r - mean r) / mean r for binary rewards, 0 if no success
+    m = scheme_advantages("maxrl", r)
+    torch.testing.assert_close(
+        m[:2], (r[:2] - r[:2].mean(1, keepdim=True)) / r[:2].mean(1, keepdim=True)
+    )
+    assert (m[2] == 0).all()
+
+
+def test_rollout_frequencies_and_lemma_3_1_against_exact_probabilities(sft_model):
+    p = make_prompts(TASK)
+    ids = np.array([0, 1])
+    ptok = torch.from_numpy(p.tokens[ids])
+    n_groups, N = 2500, 8
+    moves, lp_seq = sample_answers(sft_model, ptok, n_groups * N, TASK.L,
+                                   torch.Generator().manual_seed(0))  # fmt: skip
+    exact = answer_logprobs(sft_model, ptok, TASK.L).exp().numpy()
+    idx = answer_index(moves.numpy())
+    np.testing.assert_allclose(lp_seq.numpy(), np.log(exact[np.arange(2)[:, None], idx]),
+                               atol=1e-5)  # fmt: skip
+    n = n_groups * N
+    for g in range(2):
+        counts = np.bincount(idx[g], minlength=4**TASK.L)
+        se = np.sqrt(n * exact[g] * (1 - exact[g]))
+        z = (counts - n * exact[g]) / np.maximum(se, 1e-300)
+        assert np.abs(z[n * exact[g] >= 5]).max() < 5.0
+        # Lemma 3.1: groups of N consecutive rollouts, active and missing every rare answer
+        corr = p.correct[ids[g]][idx[g]].reshape(n_groups, N)
+        rare = p.rare[ids[g]][idx[g]].reshape(n_groups, N)
+        X = corr.sum(1)
+        event = (X > 0) & (X < N) & ~rare.any(1)
+        mu = exact[g][p.correct[ids[g]]].sum()
+        tau = exact[g][p.rare[ids[g]]].sum()
+        pb = tail_miss_probability(N, mu, tau)
+        assert 0.02 < pb < 0.98, (mu, tau, pb)
+        assert abs(event.mean() - pb) < 5 * np.sqrt(pb * (1 - pb) / n_groups)
+
+
+def test_same_seed_same_numbers_and_refusals():
+    from fgrpo_theory.sequence.run import SequenceConfig, run_sequence
+
+    cfg = SequenceConfig(
+        task=TASK, model=ModelConfig(d_model=16, n_layers=1, n_heads=2),
+        sft=SFTConfig(steps=10, batch=16), rl=RLConfig(B=3, N=4, steps=4, log_every=2),
+    )  # fmt: skip
+    a = run_sequence(cfg, cache=False)
+    b = run_sequence(cfg, cache=False)
+    assert a.equals(b) and list(a["step"]) == [0, 0, 2, 2, 4, 4]
+    want = {"pass_at_1", "pass_at_1024", "coverage_at_256", "rare_nll", "rare_nll_rise",
+            "entropy", "active_frac", "tail_miss_rate", "config_hash"}  # fmt: skip
+    assert want <= set(a.columns)
+    with pytest.raises(ValueError, match="B must be <= the number of train prompts"):
+        SequenceConfig(task=TASK, rl=RLConfig(B=13))
+    with pytest.raises(ValueError, match="N must be such that B x N"):
+        RLConfig(B=1000, N=1000)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        RLConfig(scheme="foo")
+    with pytest.raises(ValueError, match="scheme must be without regularizers"):
+        RLConfig(scheme="grpo+entropy:coef=1e-3")
+    assert RLConfig(scheme="focal:gamma=1").scheme == "grpo+focal:gamma=1"
+    with pytest.raises(ValueError, match="aggregation must be one of token-mean, sequence-sum"):
+        RLConfig(aggregation="mean")
