@@ -208,6 +208,12 @@ def test_array_torch_matches_numpy():
         t = parse_scheme(spec).advantages(torch.tensor(r))
         assert isinstance(t, torch.Tensor)
         np.testing.assert_allclose(t.numpy(), a, rtol=1e-15, atol=1e-15)
+    # correctness given as a torch bool tensor (or a NumPy one) next to non-binary rewards
+    rr = torch.tensor([[0.2, -1.0, 0.7, 0.1]], dtype=torch.float64)
+    mask = rr > 0.15
+    for m in (mask, mask.numpy()):
+        t = parse_scheme("maxrl").advantages(rr, correct=m)
+        np.testing.assert_allclose(t.numpy(), [[1.0, -1.0, 1.0, -1.0]])
 
 
 # -- the simulators' scheme field ------------------------------------------------------------

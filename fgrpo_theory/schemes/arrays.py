@@ -23,7 +23,11 @@ def correct_mask(xp: Any, r: Any, correct: Any, spec: str) -> Any:
             fail("correct", getattr(mask, "dtype", type(mask).__name__), "a boolean array")
         if tuple(mask.shape) != tuple(r.shape):
             fail("correct", f"shape {tuple(mask.shape)}", f"the shape of rewards {tuple(r.shape)}")
-        return _like(xp, r, mask) if _is_array(mask) else mask
+        if _namespace(mask) is xp:
+            return mask
+        from array_api_compat import device
+
+        return xp.asarray(np.asarray(mask), device=device(r))  # stays boolean
     outside = (r != 0) & (r != 1)
     if bool(xp.any(outside)):
         fail(
