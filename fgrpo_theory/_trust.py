@@ -22,7 +22,7 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["KEY_NAME", "folder_key", "keyed_digest", "owned_private_dir"]
+__all__ = ["KEY_NAME", "folder_key", "keyed_digest", "owned_private_dir", "make_dir"]
 
 #: Name of the key file in a folder of results.
 KEY_NAME = ".fgrpo-theory.key"
@@ -122,4 +122,21 @@ def owned_private_dir(path: str | os.PathLike[str]) -> str | None:
             return f"other users can write to {parent}, which holds it"
         if pst.st_uid not in (0, uid):
             return f"{parent}, which holds it, belongs to another user"
+    return None
+
+
+def make_dir(path: str | os.PathLike[str], mode: int = 0o700) -> str | None:
+    """Create folder ``path`` (and missing parents, with ``mode``); None on success, else the
+    reason. A home folder that does not exist is never created (``$HOME`` pointing nowhere is
+    the user's business, not a folder to make)."""
+    p = Path(os.path.abspath(path))
+    home = os.environ.get("HOME")
+    if home:
+        h = Path(os.path.abspath(home))
+        if (p == h or h in p.parents) and not h.is_dir():
+            return f"the home folder {h} does not exist"
+    try:
+        p.mkdir(mode=mode, parents=True, exist_ok=True)
+    except OSError as e:
+        return f"{p} cannot be created ({e.strerror or e})"
     return None
