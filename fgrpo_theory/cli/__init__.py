@@ -132,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = e.exit_code
     except typer.Abort:
         code = _error("aborted")
+    except KeyboardInterrupt:
+        print("fgrpo-theory: interrupted", file=sys.stderr)
+        code = 130
     except StdoutClosed:
         code = 141
     except MemoryError:
