@@ -259,6 +259,15 @@ class DaskExecutor(cf.Executor):
                 raise
         else:
             probe_dask_scheduler(self.spec.address, self.connect_timeout, self.name)
+            if self.spec.address.startswith("tls://") and not _tls_configured():
+                # Client would raise TypeError and leave a half-built client whose finalizer
+                # prints a traceback 10 s later: refused here, in one line
+                fail(
+                    self.name,
+                    self.spec.text,
+                    "a tcp:// address, or a tls:// one with TLS certificates in Dask's "
+                    "configuration (distributed.comm.tls.client.cert and .key)",
+                )
             try:
                 self.client = distributed.Client(
                     self.spec.address, timeout=self.connect_timeout, set_as_default=False
@@ -477,6 +486,13 @@ def executor_for_configs(
         if ex is not None:
             ex.progress = bool(progress)
         yield ex
+
+
+def _tls_configured() -> bool:
+    """Whether Dask's configuration names a client certificate for tls:// connections."""
+    import dask
+
+    return bool(dask.config.get("distributed.comm.tls.client.cert", None))
 
 
 def run_sweep_distributed(

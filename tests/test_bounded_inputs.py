@@ -297,3 +297,35 @@ def test_peak_beyond_2_53_is_refused():
     with pytest.raises(ValueError, match=r"^tau must be such that the peak group size is below"):
         peak_group_size(1 - 2**-52, 2**-60)
     assert peak_group_size(0.3, 0.015).n_star == 9
+
+
+# --- 6. environment, pipes and schedulers ------------------------------------------------------
+
+
+def test_numba_num_threads_zero_names_the_variable(capsys, monkeypatch):
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "0")
+    _one_line(*_run(capsys, "passk", "--n", "4", "--c", "1")[::2], "NUMBA_NUM_THREADS", "'0'")
+
+
+def test_a_table_into_a_closed_pipe_exits_141():
+    """rich turned the broken pipe into SystemExit(1): exit 1, where csv and json exit 141."""
+    import subprocess
+    import sys
+
+    code = "from fgrpo_theory.cli import main; main()"
+    args = [sys.executable, "-c", code, "passk", "--n", "1..50", "--c", "1", "--format", "table"]
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before anything is written
+    proc = subprocess.run(args, stdout=w, stderr=subprocess.PIPE, timeout=120)
+    os.close(w)
+    assert proc.returncode == 141, proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_unusable_tls_scheduler_is_one_line_within_the_timeout(capsys, tmp_path):
+    pytest.importorskip("distributed")
+    t0 = time.monotonic()
+    args = ["simulate", "--steps", "2", "--seeds", "1", "--N", "2,4", "--out", tmp_path / "o"]
+    code, _, err = _run(capsys, *args, "--scheduler", "tls://127.0.0.1:1")
+    _one_line(code, err, "--scheduler", "reachable")
+    assert time.monotonic() - t0 < 10
