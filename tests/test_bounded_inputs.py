@@ -4,6 +4,7 @@ headers, option names in messages, library contracts, and the trusted range of t
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
