@@ -32,6 +32,7 @@ RESUME = True
 
 def run_configs(sweep: dict[str, Any]) -> pd.DataFrame:
     """Run (or resume from the cache) every config of a sweep mapping; long-format result."""
+    from fgrpo_theory._trust import make_dir
     from fgrpo_theory.sim import run_sweep
     from fgrpo_theory.sim.sweep import check_out_dir
 
@@ -39,7 +40,9 @@ def run_configs(sweep: dict[str, Any]) -> pd.DataFrame:
 
     out = cache_dir() / "sim" / module_sources("fgrpo_theory.sim")[:16]
     try:  # the cache is best-effort: a folder that cannot be made costs one line, not the run
-        out.mkdir(parents=True, exist_ok=True)
+        why = make_dir(out, 0o755)  # never a missing home folder
+        if why is not None:
+            raise ValueError(why)
         check_out_dir(out, "cache")
     except (OSError, ValueError) as e:
         print(f"fgrpo-theory: the run cache is not used ({e})", file=sys.stderr)

@@ -204,15 +204,13 @@ def cached(
     import pyarrow.parquet as pq
 
     from fgrpo_theory._io import write_atomic
-    from fgrpo_theory._trust import folder_key, keyed_digest
+    from fgrpo_theory._trust import folder_key, keyed_digest, make_dir
 
     path = cache_path(name, params, fast, code)
     key = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    why = make_dir(path.parent, 0o755)  # never a missing home folder
+    if why is None:
         key, why = folder_key(path.parent)
-    except OSError as e:
-        why = f"{path.parent} cannot be created ({e.strerror or e})"
     if key is not None and not force and path.is_file():
         df = _verified(path, key)
         if df is not None:

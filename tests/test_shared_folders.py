@@ -248,3 +248,14 @@ def test_kernel_cache_is_refused_in_a_folder_others_can_write(tmp_path):
         [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.stdout.strip() == str(private / "numba") and proc.stderr == ""
+
+
+def test_a_missing_home_is_never_created(tmp_path, monkeypatch):
+    from fgrpo_theory_experiments import cache
+
+    home = tmp_path / "no-such-home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    df, hit = cache.cached("t", {}, lambda: pd.DataFrame({"x": [1.0]}))
+    assert not hit and list(df["x"]) == [1.0] and not home.exists()
