@@ -47,20 +47,23 @@ def read_stdin(name: str = "LOG", max_rows: int | None = None) -> str:
     ``max_rows`` lines (default :data:`MAX_ROWS` plus a header) or :data:`MAX_STDIN_BYTES`: an
     endless stream is never read to exhaustion. A closed standard input is refused too."""
     stream = sys.stdin
-    buf = getattr(stream, "buffer", None) if stream is not None else None
-    if stream is None or buf is None or getattr(stream, "closed", False):
+    if stream is None or getattr(stream, "closed", False):
         fail(name, "-", "used with an open standard input (or give a file)")
+    buf = getattr(stream, "buffer", None)  # bytes when there are (a real stdin), else text
     limit = (MAX_ROWS if max_rows is None else max_rows) + 1
-    chunks: list[bytes] = []
+    chunks: list = []
     lines = size = 0
     try:
         while True:
-            chunk = buf.read1(1 << 20) if hasattr(buf, "read1") else buf.read(1 << 20)
+            if buf is None:
+                chunk = stream.read(1 << 20)
+            else:
+                chunk = buf.read1(1 << 20) if hasattr(buf, "read1") else buf.read(1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-            lines += chunk.count(b"\n")
+            lines += chunk.count("\n" if isinstance(chunk, str) else b"\n")
             if lines > limit:
                 fail(name, "-", f"standard input of at most {limit - 1} rows (more arrived)")
             if size > MAX_STDIN_BYTES:
@@ -69,6 +72,8 @@ def read_stdin(name: str = "LOG", max_rows: int | None = None) -> str:
         if isinstance(e, ValueError) and str(e).startswith(f"{name} must be"):
             raise
         fail(name, "-", f"a readable standard input ({type(e).__name__})")
+    if buf is None:
+        return "".join(chunks)
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as e:
