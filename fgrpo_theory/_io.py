@@ -132,8 +132,17 @@ def atomic_path(
         except OSError as e:
             fail(name, str(path), f"a writable path ({_describe(e)})")
         return
-    with _temp_for(target, path, name, key) as (_fd, tmp):
-        yield tmp  # the writer opens the path; the descriptor stays open for the identity check
+    # the writer opens the path (and may replace the file, as save_figure does): only its kind
+    # is checked before the rename, a regular file and never a symlink
+    with _temp_for(target, path, name, key, same_inode=False) as (_fd, tmp):
+        yield tmp
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -146,7 +155,9 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def _temp_for(target: Path, shown: Any, name: str, key: bytes | None) -> Iterator[tuple[int, Path]]:
+def _temp_for(
+    target: Path, shown: Any, name: str, key: bytes | None, same_inode: bool = True
+) -> Iterator[tuple[int, Path]]:
     """Yield ``(fd, tmp)``, a fresh temporary next to ``target``; on success rename it over
     ``target`` (after checking ``tmp`` is still the file created); always remove it otherwise."""
     # The folder may be reached through symlinks the user chose; the file name itself is never
@@ -164,7 +175,7 @@ def _temp_for(target: Path, shown: Any, name: str, key: bytes | None) -> Iterato
             )
         try:
             yield fd, tmp
-            if not _same_file(fd, tmp):
+            if not (_same_file(fd, tmp) if same_inode else _regular(tmp)):
                 fail(name, str(shown), "a path whose temporary file nobody else replaces")
             os.replace(tmp, target)
             tmp = None
