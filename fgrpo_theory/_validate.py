@@ -234,10 +234,14 @@ def check_broadcast_size(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]
 def check_seed(seed: Any, name: str = "seed") -> Any:
     """A seed for :func:`numpy.random.default_rng`: None, a Generator or SeedSequence as they
     are, else an integer in [0, 2**63) (NumPy's own message for a negative one names nothing)."""
-    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
+    if seed is None or isinstance(
+        seed, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
+    ):
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        fail(name, seed, "an integer >= 0")
-    if not 0 <= int(seed) < 2**63:
-        fail(name, seed, "an integer in [0, 2**63)")
-    return int(seed)
+    parts = list(seed) if isinstance(seed, list | tuple) else [seed]  # NumPy takes a sequence
+    for part in parts:
+        if isinstance(part, bool) or not isinstance(part, int | np.integer):
+            fail(name, seed, "an integer >= 0 (or a sequence of them)")
+        if not 0 <= int(part) < 2**63:
+            fail(name, seed, "an integer in [0, 2**63)")
+    return seed if isinstance(seed, list | tuple) else int(seed)

@@ -468,14 +468,19 @@ def executor_for_configs(
     """The :func:`sweep_executor` a sweep of ``configs`` runs on, with no cluster started when
     resume would reuse every result file in ``out_dir`` (named by ``key``, written by the code
     whose digest is ``code()``): a finished sweep is read back locally."""
+    from ._trust import folder_key
     from .sim.sweep import result_path, reusable_result
 
     if spec.kind != "local":
         require_distributed(spec)
-        if out_dir is not None and resume:
+        fkey = folder_key(out_dir)[0] if out_dir is not None and Path(out_dir).is_dir() else None
+        if fkey is not None and resume:
             digest = code()
             paths = [(result_path(out_dir, c, fmt, key), c) for c in configs]
-            if all(reusable_result(p, c, key=key, code=digest)[0] is not None for p, c in paths):
+            if all(
+                reusable_result(p, c, key=key, code=digest, folder_key=fkey)[0] is not None
+                for p, c in paths
+            ):
                 spec = parse_scheduler("local")  # nothing to run: no cluster to start
     with sweep_executor(
         spec,

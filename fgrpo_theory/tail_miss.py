@@ -79,11 +79,12 @@ def _check_mu(mu: Any) -> np.ndarray:
 def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Check ``0 < tau < mu`` elementwise; return ``tau`` and ``mu`` broadcast together."""
     tau = check_array("tau", tau, lo=0, lo_open=True)
-    check_broadcast_size("tau", tau.shape, mu.shape)
     try:
-        tau_b, mu_b = np.broadcast_arrays(tau, mu)
+        np.broadcast_shapes(tau.shape, mu.shape)
     except ValueError:
         fail("tau", f"shape {tau.shape}", f"broadcastable with mu of shape {mu.shape}")
+    check_broadcast_size("tau", tau.shape, mu.shape)
+    tau_b, mu_b = np.broadcast_arrays(tau, mu)
     bad = tau_b >= mu_b
     if bad.any():
         i = np.flatnonzero(bad.ravel())[0]

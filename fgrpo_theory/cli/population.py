@@ -150,7 +150,8 @@ def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, sho
         )
     if out is not None:
         try:
-            write_atomic(df, out, result_metadata(key(cfg), code, df, fkey), fkey)
+            meta = result_metadata(key(cfg), code, df, fkey)
+            write_atomic(df, out, meta, fkey, name="--out")
         except OSError as e:
             fail("--out", str(out), f"a writable path ({e.strerror or e})")
         typer.echo(f"wrote {len(df)} rows to {out}", err=True)

@@ -135,6 +135,7 @@ def write_atomic(
     path: Path,
     metadata: Mapping[str, str] | None = None,
     key: bytes | None = None,
+    name: str = "output",
 ) -> None:
     """Write Parquet or CSV (by suffix) to a fresh temporary file in the same folder, then rename.
 
@@ -157,9 +158,9 @@ def write_atomic(
             meta["fgrpo_theory.file_bytes"] = size
             if key is not None and _META_MAC in meta:
                 meta[_META_SIZE] = keyed_digest(key, "size", meta[_META_MAC], size)
-            with atomic_open(_meta_path(path), "w", name="output", key=key) as fh:
+            with atomic_open(_meta_path(path), "w", name=name, key=key) as fh:
                 fh.write(json.dumps(meta, sort_keys=True))
-        with atomic_open(path, "w", name="output", key=key, newline="") as fh:
+        with atomic_open(path, "w", name=name, key=key, newline="") as fh:
             df.to_csv(fh, index=False)
         return
     import pyarrow as pa
@@ -170,7 +171,7 @@ def write_atomic(
         merged = dict(table.schema.metadata or {})
         merged.update({k.encode(): str(v).encode() for k, v in meta.items()})
         table = table.replace_schema_metadata(merged)
-    with _temp_for(path, path, "output", key) as (fd, _tmp), open(os.dup(fd), "wb") as fh:
+    with _temp_for(path, path, name, key) as (fd, _tmp), open(os.dup(fd), "wb") as fh:
         pq.write_table(table, fh)
         fh.flush()
 
