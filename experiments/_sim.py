@@ -9,6 +9,7 @@ config hash and simulator digest).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,22 @@ RESUME = True
 
 def run_configs(sweep: dict[str, Any]) -> pd.DataFrame:
     """Run (or resume from the cache) every config of a sweep mapping; long-format result."""
+    from fgrpo_theory._trust import make_dir
     from fgrpo_theory.sim import run_sweep
+    from fgrpo_theory.sim.sweep import check_out_dir
 
     from .cache import cache_dir, module_sources
 
     out = cache_dir() / "sim" / module_sources("fgrpo_theory.sim")[:16]
-    out.mkdir(parents=True, exist_ok=True)
-    return run_sweep(sweep, out_dir=out, resume=RESUME, progress=False)
+    try:  # the cache is best-effort: a folder that cannot be made costs one line, not the run
+        why = make_dir(out, 0o755)  # never a missing home folder
+        if why is not None:
+            raise ValueError(why)
+        check_out_dir(out, "cache")
+    except (OSError, ValueError) as e:
+        print(f"fgrpo-theory: the run cache is not used ({e})", file=sys.stderr)
+        return run_sweep(sweep, progress=False)
+    return run_sweep(sweep, out_dir=out, resume=RESUME, progress=False, best_effort=True)
 
 
 def summarize(raw: pd.DataFrame, by: tuple[str, ...] = ("N", "gamma")) -> pd.DataFrame:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -143,6 +142,43 @@ def cache_path(name: str, params: Any, fast: bool, code: str = "") -> Path:
     return cache_dir() / "tables" / f"{name}{suffix}-{params_key(name, params, fast, code)}.parquet"
 
 
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"fgrpo-theory: {message}", file=sys.stderr)
+
+
+def _table_mac(key: bytes, name: str, rows: str, n_rows: int) -> str:
+    from fgrpo_theory._trust import keyed_digest
+
+    return keyed_digest(key, "table", name, rows, str(int(n_rows)))
+
+
+def _verified(path: Path, key: bytes) -> pd.DataFrame | None:
+    """The cached table at ``path`` if its keyed digests verify (the footer first, a few bytes:
+    a foreign file is never read further), else None."""
+    import hmac
+
+    import pyarrow.parquet as pq
+
+    from fgrpo_theory._trust import keyed_digest
+
+    try:
+        md = pq.read_metadata(path)
+        meta = {k.decode(): v.decode() for k, v in (md.metadata or {}).items()}
+        rows = meta.get("fgrpo_theory.rows_digest", "")
+        mac = _table_mac(key, path.name, rows, md.num_rows)
+        if not hmac.compare_digest(meta.get("fgrpo_theory.mac", ""), mac):
+            return None
+        df = pd.read_parquet(path)
+    except Exception:  # unreadable, truncated, empty: recomputed
+        return None
+    text = df.to_csv(index=False, lineterminator="\n").encode()
+    if not hmac.compare_digest(rows, keyed_digest(key, "rows", text)):
+        return None
+    return df
+
+
 def cached(
     name: str,
     params: Any,
@@ -155,20 +191,51 @@ def cached(
     """Return ``(df, hit)``: the cached DataFrame if present (and not ``force``), else compute it.
 
     ``code`` is a digest of the source that computes the table (see :func:`module_sources`). A
-    freshly computed table is written atomically, then read back, so a figure drawn after a
-    cache miss and one drawn from the cache see identical data.
+    cached table is used only if its keyed digests verify under the cache folder's key
+    (:mod:`fgrpo_theory._trust`): a forged, edited, truncated or empty file is recomputed and
+    replaced. The cache is best-effort: a folder that cannot be written (a full disk, no
+    permission) costs one line on stderr, never the run. A freshly computed table goes through
+    Parquet in memory, so a figure drawn after a cache miss and one drawn from the cache see
+    identical data.
     """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fgrpo_theory._io import write_atomic
+    from fgrpo_theory._trust import folder_key, keyed_digest, make_dir
+
     path = cache_path(name, params, fast, code)
-    if path.is_file() and not force:
-        return pd.read_parquet(path), True
+    key = None
+    why = make_dir(path.parent, 0o755)  # never a missing home folder
+    if why is None:
+        key, why = folder_key(path.parent)
+    if key is not None and not force and path.is_file():
+        df = _verified(path, key)
+        if df is not None:
+            return df, True
+        _warn(f"cached table {path} does not verify; recomputing it")
     df = compute()
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name}.compute() returned {type(df).__name__}, not a DataFrame")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    df = df.reset_index(drop=True)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    back = pd.read_parquet(io.BytesIO(buf.getvalue()))
+    if key is None:
+        _warn(f"the table cache is not used: {why}")
+        return back, False
+    text = back.to_csv(index=False, lineterminator="\n").encode()
+    rows = keyed_digest(key, "rows", text)
+    meta = dict(table.schema.metadata or {})
+    meta[b"fgrpo_theory.rows_digest"] = rows.encode()
+    meta[b"fgrpo_theory.mac"] = _table_mac(key, path.name, rows, len(back)).encode()
+    buf = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata(meta), buf)
     try:
-        df.reset_index(drop=True).to_parquet(tmp, index=False)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return pd.read_parquet(path), False
+        write_atomic(path, buf.getvalue(), name="cache", key=key)
+    except (ValueError, OSError) as e:
+        _warn(f"cannot write the cached table {path}; continuing without it ({e})")
+    return back, False

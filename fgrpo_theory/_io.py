@@ -3,9 +3,15 @@
 A result is written to a temporary file in the destination's folder and renamed over the
 destination only once it is complete, so a failing write (disk full, a file-size limit, an
 interrupt) leaves any previous file intact and no partial file. Temporary names are
-``.<name>.tmp-<pid>-<random><suffix>`` (the suffix is kept so that writers choosing a format by
-extension, such as matplotlib, still work); :func:`remove_stale_temps` deletes those of processes
-that are gone. Errors are :class:`ValueError` naming the option and the path.
+``.<name>.tmp-<pid>-<random><tag><suffix>`` (the suffix is kept so that writers choosing a format
+by extension, such as matplotlib, still work), with 64 random bits, created with ``O_CREAT |
+O_EXCL | O_NOFOLLOW`` (a file or symlink planted under a guessed name is never opened, let alone
+written through), and renamed over the destination with :func:`os.replace`, which replaces a
+symlink at the destination rather than writing where it points. ``tag`` is a keyed digest of the
+rest of the name when the caller passes a folder key (:mod:`fgrpo_theory._trust`):
+:func:`remove_stale_temps` deletes only temporaries whose tag verifies under that key and whose
+process is gone, never another file that merely looks like one. Errors are :class:`ValueError`
+naming the option and the path.
 """
 
 from __future__ import annotations
@@ -21,9 +27,18 @@ from typing import IO, Any
 
 from ._validate import fail
 
-__all__ = ["check_output_path", "atomic_path", "atomic_open", "write_atomic", "remove_stale_temps"]
+__all__ = [
+    "check_output_path",
+    "create_temp",
+    "atomic_path",
+    "atomic_open",
+    "write_atomic",
+    "remove_stale_temps",
+]
 
-_TMP_RE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]+(\.[^.]*)?$")
+_TMP_RE = re.compile(r"^\.(.+)\.tmp-(\d{1,10})-([0-9a-f]{16})([0-9a-f]{16})(\.[a-z0-9]{1,8})?$")
+#: Paths under these folders are devices or kernel files: written in place, never renamed over.
+_DEVICE_ROOTS = ("/dev/", "/proc/")
 
 
 def _describe(e: OSError) -> str:
@@ -44,22 +59,70 @@ def check_output_path(path: str | os.PathLike[str] | None, name: str = "--output
 
 
 def _is_special(path: Path) -> bool:
-    """A device, FIFO or socket (``/dev/null``, ``/dev/stdout``): written in place, not renamed."""
+    """A device, FIFO or socket (``/dev/null``, ``/dev/stdout``): written in place, not renamed.
+
+    A symlink counts only under ``/dev`` or ``/proc`` (``/dev/stdout``): one elsewhere (planted in
+    a shared folder) is replaced by the result, never written through.
+    """
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except OSError:
         return False
-    return not stat.S_ISREG(mode)
+    if stat.S_ISLNK(mode):
+        if not str(Path(os.path.abspath(path))).startswith(_DEVICE_ROOTS):
+            return False
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _tag(key: bytes | None, text: str) -> str:
+    """16 hex digits: a keyed digest of ``text`` (random without a key: never verifiable)."""
+    import hashlib
+    import hmac
+
+    if key is None:
+        return secrets.token_hex(8)
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def create_temp(
+    folder: Path, stem: str, suffix: str = "", *, key: bytes | None = None, mode: int = 0o666
+) -> tuple[int, Path]:
+    """Create a fresh temporary file in ``folder``; return ``(fd, path)`` (open for writing).
+
+    The name is ``.<stem>.tmp-<pid>-<random><tag><suffix>``, created with ``O_CREAT | O_EXCL |
+    O_NOFOLLOW``: nothing that already exists there (a file, a symlink) is ever opened. Raises
+    :class:`OSError` if the folder does not take new files.
+    """
+    pid = os.getpid()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(16):
+        rand = secrets.token_hex(8)
+        head = f".{stem}.tmp-{pid}-{rand}"
+        path = Path(folder) / f"{head}{_tag(key, head)}{suffix}"
+        try:
+            return os.open(path, flags, mode), path
+        except FileExistsError:
+            if attempt == 15:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str], *, name: str = "--output") -> Iterator[Path]:
+def atomic_path(
+    path: str | os.PathLike[str], *, name: str = "--output", key: bytes | None = None
+) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it to ``path``.
 
     For writers that take a path (``DataFrame.to_parquet``, ``Figure.savefig``). If the body
     raises, the temporary file is removed and ``path`` is untouched; an :class:`OSError` becomes a
     one-line :class:`ValueError` naming ``name`` and ``path``. Devices such as ``/dev/null`` are
-    yielded as they are.
+    yielded as they are. ``key``: the folder's key (:mod:`fgrpo_theory._trust`), which lets
+    :func:`remove_stale_temps` recognise the temporary as this tool's if the process is killed.
     """
     target = check_output_path(path, name)
     assert target is not None
@@ -69,27 +132,72 @@ def atomic_path(path: str | os.PathLike[str], *, name: str = "--output") -> Iter
         except OSError as e:
             fail(name, str(path), f"a writable path ({_describe(e)})")
         return
-    real = Path(os.path.realpath(target))
-    tmp = real.with_name(f".{real.stem}.tmp-{os.getpid()}-{secrets.token_hex(4)}{real.suffix}")
+    # the writer opens the path (and may replace the file, as save_figure does): only its kind
+    # is checked before the rename, a regular file and never a symlink
+    with _temp_for(target, path, name, key, same_inode=False) as (_fd, tmp):
+        yield tmp
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` (not followed) is still the file open as ``fd``."""
+    try:
+        a, b = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_ISREG(b.st_mode)
+
+
+@contextlib.contextmanager
+def _temp_for(
+    target: Path, shown: Any, name: str, key: bytes | None, same_inode: bool = True
+) -> Iterator[tuple[int, Path]]:
+    """Yield ``(fd, tmp)``, a fresh temporary next to ``target``; on success rename it over
+    ``target`` (after checking ``tmp`` is still the file created); always remove it otherwise."""
+    # The folder may be reached through symlinks the user chose; the file name itself is never
+    # followed: a symlink there is replaced by the result (os.replace renames over the link).
+    folder = target.parent if str(target.parent) else Path(".")
+    suffix = target.suffix if re.fullmatch(r"\.[A-Za-z0-9]{1,8}", target.suffix) else ""
+    tmp: Path | None = None
+    fd = -1
     try:
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd, tmp = create_temp(folder, target.stem[:80], suffix.lower(), key=key)
         except OSError as e:
-            fail(name, str(path), f"a path in a folder where files can be created ({_describe(e)})")
-        os.close(fd)
+            fail(
+                name, str(shown), f"a path in a folder where files can be created ({_describe(e)})"
+            )
         try:
-            yield tmp
-            os.replace(tmp, real)
+            yield fd, tmp
+            if not (_same_file(fd, tmp) if same_inode else _regular(tmp)):
+                fail(name, str(shown), "a path whose temporary file nobody else replaces")
+            os.replace(tmp, target)
+            tmp = None
         except OSError as e:
-            fail(name, str(path), f"a writable path ({_describe(e)})")
+            fail(name, str(shown), f"a writable path ({_describe(e)})")
     finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 @contextlib.contextmanager
 def atomic_open(
-    path: str | os.PathLike[str], mode: str = "w", *, name: str = "--output", **kwargs: Any
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    *,
+    name: str = "--output",
+    key: bytes | None = None,
+    **kwargs: Any,
 ) -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path`` for writing; rename it to ``path`` when complete.
 
@@ -100,9 +208,20 @@ def atomic_open(
         raise ValueError(f"mode must be 'w' or 'wb'; got {mode!r}")
     if "b" not in mode:
         kwargs.setdefault("encoding", "utf-8")
-    with atomic_path(path, name=name) as tmp:
+    target = check_output_path(path, name)
+    assert target is not None
+    if _is_special(target):
+        with atomic_path(path, name=name) as dev:
+            try:
+                with open(dev, mode, **kwargs) as fh:
+                    yield fh
+            except OSError as e:
+                fail(name, str(path), f"a writable path ({_describe(e)})")
+        return
+    with _temp_for(target, path, name, key) as (fd, _tmp):
         try:
-            with open(tmp, mode, **kwargs) as fh:
+            # written through the descriptor created with O_EXCL: the name is never reopened
+            with open(os.dup(fd), mode, **kwargs) as fh:
                 yield fh
                 fh.flush()
                 with contextlib.suppress(OSError, ValueError):
@@ -112,26 +231,37 @@ def atomic_open(
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: str | bytes, *, name: str = "--output"
+    path: str | os.PathLike[str],
+    data: str | bytes,
+    *,
+    name: str = "--output",
+    key: bytes | None = None,
 ) -> Path:
     """Write ``data`` (text as UTF-8, or bytes) to ``path`` whole or not at all; return the path."""
-    with atomic_open(path, "wb" if isinstance(data, bytes) else "w", name=name) as fh:
+    with atomic_open(path, "wb" if isinstance(data, bytes) else "w", name=name, key=key) as fh:
         fh.write(data)
     return Path(path)
 
 
-def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
-    """Delete temporary files of :func:`atomic_path` in ``folder`` whose process is gone.
+def remove_stale_temps(folder: str | os.PathLike[str], key: bytes) -> list[Path]:
+    """Delete this tool's temporary files in ``folder`` whose process is gone.
 
-    Returns the removed paths. Files of live processes (another run writing now) are kept.
+    Only regular files whose name carries a tag that verifies under ``key`` (the folder's key,
+    :mod:`fgrpo_theory._trust`) are candidates: a file this tool did not create is never removed,
+    whatever its name. Returns the removed paths. Files of live processes are kept.
     """
+    import hmac
+
     removed = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             m = _TMP_RE.match(entry.name)
             if m is None or not entry.is_file(follow_symlinks=False):
                 continue
-            if _pid_alive(int(m.group(1))):
+            head = f".{m.group(1)}.tmp-{m.group(2)}-{m.group(3)}"
+            if not hmac.compare_digest(m.group(4), _tag(key, head)):
+                continue
+            if _pid_alive(int(m.group(2))):
                 continue
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
@@ -146,6 +276,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError):
+    except PermissionError:
         return True
+    except (OverflowError, ValueError):
+        return False
     return True

@@ -9,6 +9,13 @@ that answers only for this package's source files: their cache goes to ``<cache>
 ``$XDG_CACHE_HOME/fgrpo-theory``, else ``~/.cache/fgrpo-theory``). Other packages' Numba code is
 untouched, and a ``NUMBA_CACHE_DIR`` the user set chooses the folder instead.
 
+Safety. Numba's cache index files are pickles, so whoever can write the cache folder can run
+code in this process. :func:`kernel_cache_dir` therefore uses a folder only if it is owned by the
+user and nobody else can write it or a folder above it
+(:func:`fgrpo_theory._trust.owned_private_dir`); otherwise it says so in one line on stderr and
+falls back to the default user cache folder if that one is safe, else to a fresh private
+temporary folder (kernels are compiled again).
+
 Staleness. Numba stamps a cache file with its own source file only, so a kernel that compiles
 in a helper from another file, or a module-level constant imported from one (Numba freezes
 globals into the machine code), would keep the old one after an edit there. This locator's stamp
@@ -71,6 +78,43 @@ def user_cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
     if env:
         return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "fgrpo-theory"
+
+
+@lru_cache(maxsize=1)
+def kernel_cache_dir() -> Path:
+    """The folder compiled kernels are cached in (see "Safety" in the module docstring)."""
+    import sys
+    import tempfile
+
+    from ._trust import make_dir, owned_private_dir
+
+    numba_dir = os.environ.get("NUMBA_CACHE_DIR")
+    wanted = Path(numba_dir) if numba_dir else user_cache_dir() / "numba"
+    default = _default_cache_dir() / "numba"
+    first = None
+    for candidate in dict.fromkeys([wanted, default]):
+        why = make_dir(candidate) or owned_private_dir(candidate)
+        if why is None:
+            if candidate != wanted:
+                print(
+                    f"fgrpo-theory: kernel cache in {candidate}, not {wanted}: {first}",
+                    file=sys.stderr,
+                )
+            return candidate
+        if candidate == wanted:
+            first = why
+    fallback = Path(tempfile.mkdtemp(prefix="fgrpo-theory-numba-"))
+    print(
+        f"fgrpo-theory: kernel cache in {fallback} for this run only, not {wanted}: {first}",
+        file=sys.stderr,
+    )
+    return fallback
+
+
+def _default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
     return base / "fgrpo-theory"
@@ -227,7 +271,7 @@ def register() -> None:
         return
     _registered = True
     try:
-        from numba.core import caching, config
+        from numba.core import caching
     except ImportError:  # pragma: no cover - numba is a dependency
         return
     base = getattr(caching, "_CacheLocator", None)
@@ -244,8 +288,7 @@ def register() -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
             sub = self.get_suitable_cache_subpath(py_file)
-            root = Path(config.CACHE_DIR) if config.CACHE_DIR else user_cache_dir() / "numba"
-            self._cache_path = str(root / sub)
+            self._cache_path = str(kernel_cache_dir() / sub)
 
         def get_cache_path(self) -> str:
             return self._cache_path

@@ -49,7 +49,7 @@ MAX_LIST_LENGTH = 1_000_000
 #: File suffixes that make a logit spec a path.
 _FILE_SUFFIXES = (".npy", ".csv", ".txt")
 
-_INT = r"[+-]?\d+"
+_INT = r"[+-]?\d{1,30}"  # bounded: Python refuses to convert over 4,300 digits
 _INT_RE = re.compile(_INT)
 _RANGE = re.compile(rf"^({_INT})\.\.({_INT})(?::(x)?([^:]+))?$")
 _PLAIN_RANGE = re.compile(rf"^({_INT})\.\.({_INT})$")

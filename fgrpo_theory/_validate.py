@@ -13,6 +13,8 @@ import numpy as np
 
 #: Largest integer magnitude accepted by :func:`check_int_array` (exact in float64).
 MAX_EXACT_INT = 2**53
+#: Largest number of elements inputs may broadcast to (1 GiB of float64), refused beforehand.
+MAX_BROADCAST = 2**27
 
 __all__ = [
     "MAX_EXACT_INT",
@@ -42,8 +44,42 @@ def _short(value: Any) -> Any:
 
 
 def fail(name: str, value: Any, requirement: str) -> NoReturn:
-    """Raise ``ValueError("<name> must be <requirement>; got <value>")``."""
-    raise ValueError(f"{name} must be {requirement}; got {format_value(value)}")
+    """Raise ``ValueError("<name> must be <requirement>; got <value>")`` (a value of more than
+    200 characters is cut, saying how long it was)."""
+    text = format_value(value)
+    if len(text) > 200:
+        text = f"{text[:100]}... ({len(text)} characters)"
+    raise ValueError(f"{name} must be {requirement}; got {text}")
+
+
+#: dtype kinds that are not numbers: datetime64, timedelta64, str, bytes, void.
+_NOT_NUMBER_KINDS = "MmUSV"
+
+
+def _not_a_number(x: Any) -> Any | None:
+    """The first element of ``x`` that is text, bytes, a date or a duration, else None (such
+    values convert to float, or are counted in days since 1970, without being numbers)."""
+    import datetime
+
+    bad_types = (str, bytes, np.datetime64, np.timedelta64, datetime.date, datetime.timedelta)
+    if isinstance(x, bad_types):
+        return x
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "") in _NOT_NUMBER_KINDS:
+        flat = np.asarray(x).ravel()
+        return flat[0] if flat.size else str(dtype)
+    if isinstance(x, list | tuple) or (dtype is not None and getattr(dtype, "kind", "") == "O"):
+        try:
+            arr = np.asarray(x).ravel()
+        except (ValueError, TypeError):  # ragged: the float conversion names it
+            return None
+        if arr.dtype.kind in _NOT_NUMBER_KINDS:
+            return arr[0] if arr.size else None
+        if arr.dtype.kind == "O":
+            for v in arr:
+                if isinstance(v, bad_types):
+                    return v
+    return None
 
 
 def _interval(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
@@ -89,6 +125,9 @@ def check_array(
     ValueError
         On the first element that is NaN, infinite or outside the interval.
     """
+    odd = _not_a_number(x)
+    if odd is not None:
+        fail(name, _short(odd), "a number or an array of numbers (not text, a date or a duration)")
     try:
         if np.iscomplexobj(x):
             z = np.asarray(x).ravel()
@@ -173,3 +212,36 @@ def check_rewards(r_correct: Any, r_incorrect: Any) -> tuple[float, float]:
     if not np.isfinite(rc - rw):
         fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
     return rc, rw
+
+
+def check_broadcast_size(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast shape of ``shapes``, refused (naming ``name``) when they do not broadcast
+    or the result would hold more than :data:`MAX_BROADCAST` elements (before any allocation)."""
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        fail(name, " and ".join(f"shape {s}" for s in shapes), "shapes that broadcast together")
+    size = int(np.prod(shape, dtype=object))
+    if size > MAX_BROADCAST:
+        fail(
+            name,
+            f"shape {shape} ({size} values)",
+            f"inputs that broadcast to at most {MAX_BROADCAST} values",
+        )
+    return shape
+
+
+def check_seed(seed: Any, name: str = "seed") -> Any:
+    """A seed for :func:`numpy.random.default_rng`: None, a Generator or SeedSequence as they
+    are, else an integer in [0, 2**63) (NumPy's own message for a negative one names nothing)."""
+    if seed is None or isinstance(
+        seed, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator
+    ):
+        return seed
+    parts = list(seed) if isinstance(seed, list | tuple) else [seed]  # NumPy takes a sequence
+    for part in parts:
+        if isinstance(part, bool) or not isinstance(part, int | np.integer):
+            fail(name, seed, "an integer >= 0 (or a sequence of them)")
+        if not 0 <= int(part) < 2**63:
+            fail(name, seed, "an integer in [0, 2**63)")
+    return seed if isinstance(seed, list | tuple) else int(seed)

@@ -259,6 +259,15 @@ class DaskExecutor(cf.Executor):
                 raise
         else:
             probe_dask_scheduler(self.spec.address, self.connect_timeout, self.name)
+            if self.spec.address.startswith("tls://") and not _tls_configured():
+                # Client would raise TypeError and leave a half-built client whose finalizer
+                # prints a traceback 10 s later: refused here, in one line
+                fail(
+                    self.name,
+                    self.spec.text,
+                    "a tcp:// address, or a tls:// one with TLS certificates in Dask's "
+                    "configuration (distributed.comm.tls.client.cert and .key)",
+                )
             try:
                 self.client = distributed.Client(
                     self.spec.address, timeout=self.connect_timeout, set_as_default=False
@@ -459,14 +468,19 @@ def executor_for_configs(
     """The :func:`sweep_executor` a sweep of ``configs`` runs on, with no cluster started when
     resume would reuse every result file in ``out_dir`` (named by ``key``, written by the code
     whose digest is ``code()``): a finished sweep is read back locally."""
+    from ._trust import folder_key
     from .sim.sweep import result_path, reusable_result
 
     if spec.kind != "local":
         require_distributed(spec)
-        if out_dir is not None and resume:
+        fkey = folder_key(out_dir)[0] if out_dir is not None and Path(out_dir).is_dir() else None
+        if fkey is not None and resume:
             digest = code()
             paths = [(result_path(out_dir, c, fmt, key), c) for c in configs]
-            if all(reusable_result(p, c, key=key, code=digest)[0] is not None for p, c in paths):
+            if all(
+                reusable_result(p, c, key=key, code=digest, folder_key=fkey)[0] is not None
+                for p, c in paths
+            ):
                 spec = parse_scheduler("local")  # nothing to run: no cluster to start
     with sweep_executor(
         spec,
@@ -477,6 +491,13 @@ def executor_for_configs(
         if ex is not None:
             ex.progress = bool(progress)
         yield ex
+
+
+def _tls_configured() -> bool:
+    """Whether Dask's configuration names a client certificate for tls:// connections."""
+    import dask
+
+    return bool(dask.config.get("distributed.comm.tls.client.cert", None))
 
 
 def run_sweep_distributed(

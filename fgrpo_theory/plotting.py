@@ -23,6 +23,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from ._io import write_atomic
 from ._validate import fail
 
 if TYPE_CHECKING:
@@ -179,6 +180,20 @@ def _render(fig: Figure, fmt: str, dpi: int) -> bytes:
     return buf.getvalue()
 
 
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """Whether ``path`` is a regular file (not a symlink) holding exactly ``data``."""
+    import os
+    import stat
+
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def save_figure(
     fig: Figure,
     stem: str | Path,
@@ -227,10 +242,10 @@ def save_figure(
         for fmt in dict.fromkeys(formats):
             data = _render(fig, fmt, int(dpi))
             path = stem.with_name(stem.name + "." + fmt)
-            if not (path.is_file() and path.read_bytes() == data):
-                tmp = path.with_name(path.name + ".tmp")
-                tmp.write_bytes(data)
-                tmp.replace(path)
+            if not _same_bytes(path, data):
+                # a fresh O_EXCL temporary under a random name, renamed over the file (a symlink
+                # planted there is replaced, never written through); removed on any failure
+                write_atomic(path, data, name="stem")
             paths.append(path)
     return paths
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import check_int_array, check_scalar, fail
+from ._validate import check_int_array, check_scalar, check_seed, fail
 from .passk import pass_at_k
 
 __all__ = ["compare_passk", "MAX_DRAWS", "MAX_STORED", "MAX_TABLE"]
@@ -43,15 +43,38 @@ MAX_STORED = 20_000_000
 MAX_TABLE = 200_000_000
 
 
+#: Largest n whose hypergeometric pmf comes from SciPy (whose cost grows linearly with n: 30 s at
+#: n = 1e10, hours near 2**53); above it, :func:`_hypergeom_pmf_ratios` costs O(m) for any n.
+_SCIPY_MAX_N = 1_000_000
+
+
+def _hypergeom_pmf_ratios(n: int, c: int, m: int) -> np.ndarray:
+    """pmf(j), j = 0..m, of the hypergeometric (n, c, m) from the ratios of neighbours,
+    ``pmf(j+1) / pmf(j) = (c-j)(m-j) / ((j+1)(n-c-m+j+1))``, summed in logs over the support
+    ``max(0, m-(n-c)) <= j <= min(c, m)`` and normalised: O(m) work for any n (each ratio is
+    exact to an ulp, so the pmf is accurate to about m ulps)."""
+    lo, hi = max(0, m - (n - c)), min(c, m)
+    j = np.arange(lo, hi, dtype=np.float64)
+    steps = np.log(c - j) + np.log(m - j) - np.log(j + 1) - np.log(float(n - c - m) + j + 1)
+    logw = np.concatenate(([0.0], np.cumsum(steps)))
+    w = np.exp(logw - logw.max())
+    pmf = np.zeros(m + 1)
+    pmf[lo : hi + 1] = w / w.sum()
+    return pmf
+
+
 def _hypergeom_cdf(n: int, c: int, m: int) -> np.ndarray:
     """CDF of the number of correct generations in a subsample of m from n with c correct.
 
     Indexed j = 0..m-1 (the last value, 1, is implied), so that a uniform u in [0, 1) maps to
     the draw j = searchsorted(cdf, u, "right") (inversion, exact up to the pmf's rounding).
     """
-    from scipy.stats import hypergeom
+    if n <= _SCIPY_MAX_N:
+        from scipy.stats import hypergeom
 
-    pmf = hypergeom.pmf(np.arange(m + 1), n, c, m)
+        pmf = hypergeom.pmf(np.arange(m + 1), n, c, m)
+    else:
+        pmf = _hypergeom_pmf_ratios(n, c, m)
     cdf = np.cumsum(pmf)
     return cdf[:-1] / cdf[-1]
 
@@ -144,7 +167,7 @@ def compare_passk(
     if (n_tables.shape[1] + ks.size) * (m + 1) > MAX_TABLE:
         fail("m", m, f"such that (distinct (n, c) pairs + len(k)) * (m + 1) <= {MAX_TABLE:.0e}")
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     tables = np.stack([_pass_table(m, int(kk)) for kk in ks])  # (len(k), m + 1)
     sums = np.zeros((2, ks.size, iters))
     cdfs: dict[tuple[int, int], np.ndarray] = {}

@@ -199,7 +199,7 @@ def peak_table(
         fail(
             _n(names, "rho"),
             rho_c[i],
-            f"such that the peak group size fits in int64 (tau = rho * mu = "
+            f"such that the peak group size is below 2**53 (tau = rho * mu = "
             f"{format_value(tau_c[i])} with mu = {format_value(mu_c[i])} is too small)",
         )
     return pd.DataFrame(

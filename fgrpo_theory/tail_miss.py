@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import check_array, fail, format_value
+from ._validate import check_array, check_broadcast_size, fail, format_value
 
 if TYPE_CHECKING:  # pandas is imported only if the caller passes a Series
     import pandas as pd
@@ -80,9 +80,11 @@ def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """Check ``0 < tau < mu`` elementwise; return ``tau`` and ``mu`` broadcast together."""
     tau = check_array("tau", tau, lo=0, lo_open=True)
     try:
-        tau_b, mu_b = np.broadcast_arrays(tau, mu)
+        np.broadcast_shapes(tau.shape, mu.shape)
     except ValueError:
         fail("tau", f"shape {tau.shape}", f"broadcastable with mu of shape {mu.shape}")
+    check_broadcast_size("tau", tau.shape, mu.shape)
+    tau_b, mu_b = np.broadcast_arrays(tau, mu)
     bad = tau_b >= mu_b
     if bad.any():
         i = np.flatnonzero(bad.ravel())[0]
@@ -98,6 +100,7 @@ def _check_broadcast(name: str, other: str, x: np.ndarray, y: np.ndarray) -> Non
         np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
         fail(name, f"shape {x.shape}", f"broadcastable with {other} of shape {y.shape}")
+    check_broadcast_size(name, x.shape, y.shape)
 
 
 def _scalar_or_array(x: np.ndarray, *inputs: np.ndarray) -> float | np.ndarray:
@@ -542,10 +545,16 @@ def peak_group_size(mu: ArrayLike, tau: ArrayLike) -> PeakResult:
     n_cont = np.exp(0.5 * (t_lo + t_hi))
     n_cont = np.where(F(np.ones_like(n_cont)) <= 0, 1.0, n_cont)
 
-    if (n_cont >= 2.0**62).any():
-        i = np.flatnonzero((n_cont >= 2.0**62).ravel())[0]
+    # Beyond 2**53 neighbouring integers are no longer distinct floats: the integer argmax
+    # cannot be decided there, so it is refused rather than returned wrong.
+    if (n_cont >= 2.0**53).any():
+        i = np.flatnonzero((n_cont >= 2.0**53).ravel())[0]
         mu_i = format_value(mu_b.flat[i])
-        fail("tau", tau_b.flat[i], f"such that the peak group size fits in int64 (mu = {mu_i})")
+        fail(
+            "tau",
+            tau_b.flat[i],
+            f"such that the peak group size is below 2**53 (mu = {mu_i}; trusted range)",
+        )
 
     def rises(n: np.ndarray) -> np.ndarray:
         """Whether Pr(B)(n + 1) > Pr(B)(n), decided without cancellation (docstring)."""

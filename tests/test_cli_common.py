@@ -227,7 +227,7 @@ def test_atomic_writer_keeps_old_file_when_the_writer_fails(tmp_path):
     assert (tmp_path / "fig.png").read_bytes() == b"png"
     stale = tmp_path / ".out.tmp-999999999-abcd1234.csv"
     stale.write_text("x")
-    assert remove_stale_temps(tmp_path) == [stale] and not stale.exists()
+    assert remove_stale_temps(tmp_path, b"k" * 32) == [] and stale.exists()  # not tagged: kept
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,21 @@ def _configs():
 
 
 def _file_digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    """Result file -> digest of its rows and config hash (a file's keyed digests differ from
+    folder to folder: each folder has its own key)."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for p in sorted(folder.iterdir()):
+        if p.name == ".fgrpo-theory.key":
+            continue
+        t = pq.read_table(p)
+        text = (
+            t.to_pandas().to_csv(index=False)
+            + t.schema.metadata[b"fgrpo_theory.config_hash"].decode()
+        )
+        out[p.name] = hashlib.sha256(text.encode()).hexdigest()
+    return out
 
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
@@ -387,9 +401,10 @@ def test_interrupted_sweep_resumes_skipping_finished_configs(cluster, local_run,
 
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_sweep(_configs(), tmp_path, executor=crashing, progress=False)
-    done = {p.name: p.stat() for p in tmp_path.iterdir()}
+    done = {p.name: p.stat() for p in tmp_path.iterdir() if p.name != ".fgrpo-theory.key"}
     assert len(done) == N_CONFIGS - 1 and f"{victim}.parquet" not in done
-    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary leftovers
+    hidden = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert hidden == [".fgrpo-theory.key"]  # no temporary leftovers
 
     before = cluster.tasks_submitted
     df = run_sweep(_configs(), tmp_path, executor=cluster, progress=False)

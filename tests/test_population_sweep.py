@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fgrpo_theory._trust import KEY_NAME
 from fgrpo_theory.population import (
     PopulationConfig,
     expand_population_grid,
@@ -35,7 +36,21 @@ SWEEP = dict(P=16, P_test=8, K=8, B=4, steps=12, seeds=2, log_every=6, N=[2, 4],
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    """Result file -> digest of its rows and config hash (a file's keyed digests differ from
+    folder to folder: each folder has its own key)."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for p in sorted(folder.iterdir()):
+        if p.name == ".fgrpo-theory.key":
+            continue
+        t = pq.read_table(p)
+        text = (
+            t.to_pandas().to_csv(index=False)
+            + t.schema.metadata[b"fgrpo_theory.config_hash"].decode()
+        )
+        out[p.name] = hashlib.sha256(text.encode()).hexdigest()
+    return out
 
 
 def test_grid_expansion_order_and_pair_fields():
@@ -74,7 +89,7 @@ def test_sweep_writes_one_file_per_config_and_resumes(tmp_path, monkeypatch, cap
     assert capsys.readouterr().err.count("other simulator code") == len(cfgs)
     # no folder: the same rows, nothing written
     pd.testing.assert_frame_equal(run_population_sweep(SWEEP), df, check_exact=True)
-    assert not list(tmp_path.glob(".*"))  # no lock or temporary file left behind
+    assert [p.name for p in tmp_path.glob(".*")] == [KEY_NAME]  # no lock or temporary file
 
 
 def test_cli_sweep_folder_resume_and_errors(cli, tmp_path):
@@ -83,7 +98,8 @@ def test_cli_sweep_folder_resume_and_errors(cli, tmp_path):
     assert r.code == 0, r.err
     summ = pd.read_csv(io.StringIO(r.out))
     assert list(summ["N"]) == [2, 2, 4, 4] and list(summ["split"]) == ["train", "test"] * 2
-    assert len(os.listdir(tmp_path / "runs")) == 2 and "wrote 2 result files" in r.err
+    runs = set(os.listdir(tmp_path / "runs")) - {KEY_NAME}
+    assert len(runs) == 2 and "wrote 2 result files" in r.err
     r2 = cli(*args, "--out", tmp_path / "runs", "--format", "csv")
     assert r2.code == 0 and r2.out == r.out
     r = cli(*args, "--out", tmp_path / "x.parquet")

@@ -5,16 +5,22 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from fgrpo_theory._trust import KEY_NAME
 from fgrpo_theory.sim import config_hash, expand_grid, run_one, run_sweep, simulate
 
 SWEEP = {"K": 6, "logits": "0.5x1,0.0x5", "correct": 1, "N": [2, 8], "gamma": [0.0, 1.0],
          "steps": 20, "seeds": 3, "log_every": 10}  # fmt: skip
 
 
+def _hidden(folder):
+    """Hidden files left in a results folder, but its key (kept: it authenticates results)."""
+    return [p for p in folder.glob(".*") if p.name != KEY_NAME]
+
+
 def test_sweep_writes_one_file_per_config_and_resumes(tmp_path):
     cfgs = expand_grid(SWEEP)
     df = run_sweep(SWEEP, tmp_path, progress=False)
-    files = sorted(p.name for p in tmp_path.iterdir())
+    files = sorted(p.name for p in tmp_path.iterdir() if p.name != KEY_NAME)
     assert files == sorted(f"{config_hash(c)}.parquet" for c in cfgs)
     assert len(df) == 4 * 3 * 3
     assert list(df.config_hash.unique()) == [config_hash(c) for c in cfgs]  # config order
@@ -40,7 +46,7 @@ def test_sweep_writes_one_file_per_config_and_resumes(tmp_path):
     # resume=False recomputes everything
     run_sweep(SWEEP, tmp_path, resume=False, executor=recording)
     assert calls[-1] == cfgs
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files
+    assert _hidden(tmp_path) == []  # no temp files
 
 
 def test_executor_results_are_used_in_config_order(tmp_path):
@@ -160,26 +166,109 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def test_temporaries_of_dead_runs_are_removed(tmp_path):
+def test_temporaries_of_dead_runs_are_removed_and_nothing_else(tmp_path):
+    """Only this tool's temporaries (a tag under the folder's key in the name) of dead
+    processes are removed: a file that merely looks like one (audit: an unrelated hidden file
+    was deleted) stays, as do temporaries of live processes."""
     import os
 
+    from fgrpo_theory._io import _tag
+    from fgrpo_theory._trust import folder_key
+
     cfgs, (a, _) = _files(tmp_path)
-    dead = tmp_path / f".{a.name}.tmp-{_dead_pid()}"
-    alive = tmp_path / f".{a.name}.tmp-{os.getppid()}"  # a live process, not this one
-    dead.write_bytes(b"half")
-    alive.write_bytes(b"someone is writing")
+    key, _ = folder_key(tmp_path)
+
+    def ours(pid):
+        head = f".{a.stem}.tmp-{pid}-{'0' * 16}"
+        return tmp_path / f"{head}{_tag(key, head)}.parquet"
+
+    dead, alive = ours(_dead_pid()), ours(os.getppid())  # a live process, not this one
+    lookalike = tmp_path / f".{a.name}.tmp-{_dead_pid()}"
+    forged = tmp_path / f".{a.stem}.tmp-{_dead_pid()}-{'0' * 32}.parquet"  # wrong tag
+    for f in (dead, alive, lookalike, forged):
+        f.write_bytes(b"half")
     run_sweep(SMALL, tmp_path, progress=False)
     assert not dead.exists()
-    assert alive.exists()
+    assert alive.exists() and lookalike.exists() and forged.exists()
+
+
+def _record(pid, token="0" * 16, host=None):
+    import json
+    import socket
+
+    host = socket.gethostname() if host is None else host
+    return json.dumps({"tool": "fgrpo-theory", "pid": pid, "host": host, "token": token})
 
 
 def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     cfgs, (a, _) = _files(tmp_path)
     lock = tmp_path / f".{config_hash(cfgs[0])}.lock"
-    lock.write_text(f"{_dead_pid()}\n")
+    lock.write_text(_record(_dead_pid()))
     df = run_sweep(SMALL, tmp_path, progress=False)
     assert sorted(df["N"].unique()) == [2, 8] and a.is_file()
-    assert not list(tmp_path.glob(".*"))
+    assert _hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "own",  # our own PID, not our lock: PID 1 in a container that restarted
+        "live",  # a bare PID of a live process (no record of this tool)
+        "99999999999999999999999999",  # overflowed os.kill
+        "garbage \x00",
+    ],
+)
+def test_a_stale_lock_is_taken_over_with_a_message(tmp_path, capfd, content):
+    """Audit: a lock naming a live foreign PID or the sweep's own PID blocked resume forever
+    with no message; a huge number raised OverflowError."""
+    import os
+    import time
+
+    cfgs, (a, _) = _files(tmp_path)
+    lock = tmp_path / f".{config_hash(cfgs[0])}.lock"
+    text = {"own": _record(os.getpid()), "live": f"{os.getppid()}\n"}.get(content, content)
+    lock.write_text(text)
+    old = time.time() - 30  # past the grace for a lock that holds no record
+    os.utime(lock, (old, old))
+    capfd.readouterr()
+    t0 = time.monotonic()
+    df = run_sweep(SMALL, tmp_path, progress=False)
+    assert time.monotonic() - t0 < 60
+    assert sorted(df["N"].unique()) == [2, 8] and a.is_file()
+    assert _hidden(tmp_path) == []
+
+
+def test_a_held_lock_is_waited_for_with_a_message_naming_its_holder(tmp_path, capfd, monkeypatch):
+    """A lock of a live process of this tool: one line names it; once it is not refreshed for
+    LOCK_TTL seconds it is taken over (the bound)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from fgrpo_theory.sim import sweep
+
+    cfgs, (a, _) = _files(tmp_path)
+    lock = tmp_path / f".{config_hash(cfgs[0])}.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        rec = _record(holder.pid).replace(
+            '"token"', f'"start": "{sweep._start_time(holder.pid)}", "token"'
+        )
+        lock.write_text(rec)
+        monkeypatch.setattr(sweep, "LOCK_TTL", 1.5)
+        capfd.readouterr()
+        t0 = time.monotonic()
+        df = run_sweep(SMALL, tmp_path, progress=False)
+        waited = time.monotonic() - t0
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capfd.readouterr().err
+    assert f"PID {holder.pid}" in err and "waiting for config" in err and str(lock) in err
+    assert err.count("waiting for config") == 1
+    assert waited >= 1.0 and sorted(df["N"].unique()) == [2, 8]
+    assert os.path.exists(a)
 
 
 _CONCURRENT = """
@@ -210,7 +299,7 @@ def test_two_sweeps_on_one_folder_compute_each_config_once(tmp_path):
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     computed = log.read_text().split()
     assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(SWEEP))
-    assert not list((tmp_path / "out").glob(".*"))
+    assert _hidden(tmp_path / "out") == []
 
 
 def test_no_progress_bar_from_python_unless_asked(tmp_path, capfd):
@@ -250,7 +339,7 @@ def test_two_local_sweeps_share_the_work(tmp_path):
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     computed = log.read_text().split()
     assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(sweep))
-    assert not list((tmp_path / "out").glob(".*"))
+    assert _hidden(tmp_path / "out") == []
 
 
 def test_csv_results_are_reused_on_resume_and_an_edit_is_caught(tmp_path, capfd):
@@ -277,6 +366,7 @@ def test_csv_results_are_reused_on_resume_and_an_edit_is_caught(tmp_path, capfd)
 def test_a_lock_whose_owner_has_not_written_its_pid_yet_is_not_taken_over(tmp_path):
     """Between O_EXCL creation and the PID write a lock is empty: a second sweep must treat it
     as held (it was read as PID 0, a dead owner, and taken over), until it is 10 s old."""
+    import json
     import os
     import time
 
@@ -288,4 +378,4 @@ def test_a_lock_whose_owner_has_not_written_its_pid_yet_is_not_taken_over(tmp_pa
     old = time.time() - 60
     os.utime(lock, (old, old))
     assert _try_lock(lock)  # empty for a minute: its writer died
-    assert lock.read_text().strip() == str(os.getpid())
+    assert json.loads(lock.read_text())["pid"] == os.getpid()

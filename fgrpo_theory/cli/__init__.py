@@ -112,6 +112,20 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
     return f"{typed[0]} must be {requirement}; got {format_value(typed[1])}"
 
 
+def _check_environment() -> None:
+    """Environment variables read by libraries with messages that name nothing: checked here so
+    that the error names the variable (``NUMBA_NUM_THREADS=0``)."""
+    import os
+
+    from .._validate import fail
+
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is not None and value.strip() != "":
+        text = value.strip()
+        if not (text.isdigit() and len(text) <= 6 and int(text) >= 1):
+            fail("NUMBA_NUM_THREADS", value, "a positive integer (environment variable)")
+
+
 def _error(message: str) -> int:
     print("Error: " + " ".join(str(message).split()), file=sys.stderr)
     return 2
@@ -127,11 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args:
         args = ["--help"]
     try:
+        _check_environment()
         rv = app(args=args, prog_name="fgrpo-theory", standalone_mode=False)
     except typer.Exit as e:
         code = e.exit_code
     except typer.Abort:
         code = _error("aborted")
+    except KeyboardInterrupt:
+        print("fgrpo-theory: interrupted", file=sys.stderr)
+        code = 130
     except StdoutClosed:
         code = 141
     except MemoryError:

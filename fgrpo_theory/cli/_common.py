@@ -380,7 +380,12 @@ def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
     width = None
     if not _is_terminal(out) and not os.environ.get("COLUMNS"):
         width = max(100, 14 * len(df.columns))
-    Console(file=out, width=width).print(table)
+    try:
+        Console(file=out, width=width).print(table)
+    except SystemExit as e:  # rich turns a closed pipe into SystemExit(1): report it as one
+        if isinstance(e.__context__, BrokenPipeError):
+            raise StdoutClosed from None
+        raise
 
 
 def _handle_stdout_error(e: OSError) -> None:

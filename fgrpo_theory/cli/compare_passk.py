@@ -81,7 +81,9 @@ def compare_passk_cmd(
     from ..significance import compare_passk
 
     col_map = parse_columns(columns)
-    ks = parse_int_list(k, "--k", lo=1, hi=m if m >= 1 else 1)
+    if m < 1:  # before --k, whose bound it is
+        fail("--m", m, ">= 1")
+    ks = parse_int_list(k, "--k", lo=1, hi=m)
     output = check_output_path(output)
     pa, na, ca = _read_counts(a, "A", col_map)
     pb, nb, cb = _read_counts(b, "B", col_map)

@@ -10,6 +10,8 @@ import typer
 from ._app import app
 from ._common import FORMAT_OPTION, OUTPUT_OPTION, OutputFormat, emit
 
+#: Largest number of actions of ``mass`` (its report holds about 70 bytes per action: 700 MB).
+MASS_MAX_ACTIONS = 10_000_000
 #: The paper's simulation start (appendix J): 1 anchor at 5.0, 9,999 correct at 3.0, 118,000
 #: incorrect at 0.0; the correct actions are the first 10,000.
 PAPER_LOGITS = "5.0x1,3.0x9999,0.0x118000"
@@ -147,7 +149,7 @@ def mass_cmd(
     from .. import _spec
     from ..mass import mass_report
 
-    z = _spec.parse_logits(logits)
+    z = _spec.parse_logits(logits, max_actions=MASS_MAX_ACTIONS)
     idx = _spec.parse_index_set(correct, z.size, name="--correct")
     mask = np.zeros(z.size, dtype=bool)
     mask[idx] = True

@@ -5,7 +5,6 @@ Parse, one library call (:func:`fgrpo_theory.tables.passk_table`), emit.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -24,7 +23,12 @@ def _read_nc_csv(path: str):
 
     name = "--from-csv"
     if path == "-":
-        source, shown = sys.stdin, "stdin"
+        import io
+
+        from ..diagnose.io import read_stdin
+        from ..tables import MAX_TABLE_ROWS
+
+        source, shown = io.StringIO(read_stdin(name, MAX_TABLE_ROWS)), "stdin"
     else:
         if not Path(path).is_file():
             fail(name, path, "an existing file (or - for stdin)")

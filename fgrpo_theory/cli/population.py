@@ -128,12 +128,13 @@ def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, sho
     (locally with a per-seed progress bar, or as one Dask task) and write ``out`` atomically."""
     from ..population import population_config_hash, run_population_sweep, simulate_population
     from ..population.sweep import population_digest
-    from ..sim.sweep import result_metadata, reusable_result, write_atomic
+    from ..sim.sweep import _folder_key, result_metadata, reusable_result, write_atomic
 
     key = population_config_hash
     code = population_digest() if out is not None else ""
+    fkey = _folder_key(out.parent if str(out.parent) else Path(".")) if out is not None else None
     if out is not None and resume:
-        df, why = reusable_result(out, cfg, key=key, code=code)
+        df, why = reusable_result(out, cfg, key=key, code=code, folder_key=fkey)
         if df is not None:
             typer.echo(f"reused {out} (same config and code)", err=True)
             return df
@@ -150,7 +151,8 @@ def _run_one(cfg, spec, out: Path | None, resume: bool, threads: int | None, sho
         )
     if out is not None:
         try:
-            write_atomic(df, out, result_metadata(key(cfg), code, df))
+            meta = result_metadata(key(cfg), code, df, fkey)
+            write_atomic(df, out, meta, fkey, name="--out")
         except OSError as e:
             fail("--out", str(out), f"a writable path ({e.strerror or e})")
         typer.echo(f"wrote {len(df)} rows to {out}", err=True)

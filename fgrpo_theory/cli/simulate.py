@@ -296,7 +296,7 @@ def _write(df, out: Path) -> None:
     from ..sim.sweep import write_atomic
 
     try:
-        write_atomic(df, out)
+        write_atomic(df, out, name="--out")
     except OSError as e:
         fail("--out", str(out), f"a writable path ({e.strerror or e})")
     typer.echo(f"wrote {len(df)} rows to {out}", err=True)

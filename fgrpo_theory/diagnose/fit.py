@@ -109,8 +109,19 @@ def _check_spread(n: np.ndarray, x: np.ndarray, prompts: np.ndarray | None) -> N
         fail("LOG", f"{n.size} group", "at least 2 groups: the spread of mu cannot be fitted")
 
 
+def _check_ab(a: Any, b: Any) -> tuple[float, float]:
+    """Beta parameters a, b: finite numbers > 0 (NaN is refused, never propagated)."""
+    from .._validate import check_scalar
+
+    return (
+        check_scalar("a", a, lo=0, lo_open=True),
+        check_scalar("b", b, lo=0, lo_open=True),
+    )
+
+
 def beta_binomial_loglik(a: float, b: float, n: np.ndarray, x: np.ndarray, w: np.ndarray) -> float:
     """Sum of w * log Pr(X = x | n, a, b) under the beta-binomial."""
+    a, b = _check_ab(a, b)
     logc = gammaln(n + 1) - gammaln(x + 1) - gammaln(n - x + 1)
     return float(np.sum(w * (logc + betaln(x + a, n - x + b) - betaln(a, b))))
 
@@ -261,10 +272,7 @@ def beta_atoms(a: float, b: float, nodes: int = QUAD_NODES) -> tuple[np.ndarray,
     """
     from scipy.linalg import eigh_tridiagonal
 
-    a = float(a)
-    b = float(b)
-    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
-        fail("a, b", f"{a!r}, {b!r}", "finite Beta parameters > 0")
+    a, b = _check_ab(a, b)
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or not 1 <= nodes <= 2000:
         fail("nodes", nodes, "an integer in [1, 2000]")
     al, be = b - 1.0, a - 1.0  # the Jacobi exponents of (1 - t) and (1 + t)
@@ -289,5 +297,6 @@ def beta_atoms(a: float, b: float, nodes: int = QUAD_NODES) -> tuple[np.ndarray,
 
 def beta_active_fraction(a: float, b: float, n: np.ndarray) -> np.ndarray:
     """Pr(0 < X < n) = 1 - B(a + n, b)/B(a, b) - B(a, b + n)/B(a, b) (theory.md section 13)."""
+    a, b = _check_ab(a, b)
     n = np.asarray(n, dtype=float)
     return 1.0 - np.exp(betaln(a + n, b) - betaln(a, b)) - np.exp(betaln(a, b + n) - betaln(a, b))

@@ -22,6 +22,7 @@ import pandas as pd
 from .._validate import check_scalar, fail
 
 __all__ = [
+    "read_stdin",
     "read_table",
     "read_log",
     "to_groups",
@@ -37,6 +38,48 @@ ROLLOUT_COLUMNS = ("prompt", "step", "reward")
 MAX_ROWS = 50_000_000
 
 
+#: Largest standard input read (bytes); rows are counted while reading too (:data:`MAX_ROWS`).
+MAX_STDIN_BYTES = 4 << 30
+
+
+def read_stdin(name: str = "LOG", max_rows: int | None = None) -> str:
+    """Standard input as text, refused (one line naming ``name``) as soon as it exceeds
+    ``max_rows`` lines (default :data:`MAX_ROWS` plus a header) or :data:`MAX_STDIN_BYTES`: an
+    endless stream is never read to exhaustion. A closed standard input is refused too."""
+    stream = sys.stdin
+    if stream is None or getattr(stream, "closed", False):
+        fail(name, "-", "used with an open standard input (or give a file)")
+    buf = getattr(stream, "buffer", None)  # bytes when there are (a real stdin), else text
+    limit = (MAX_ROWS if max_rows is None else max_rows) + 1
+    chunks: list = []
+    lines = size = 0
+    try:
+        while True:
+            if buf is None:
+                chunk = stream.read(1 << 20)
+            else:
+                chunk = buf.read1(1 << 20) if hasattr(buf, "read1") else buf.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            lines += chunk.count("\n" if isinstance(chunk, str) else b"\n")
+            if lines > limit:
+                fail(name, "-", f"standard input of at most {limit - 1} rows (more arrived)")
+            if size > MAX_STDIN_BYTES:
+                fail(name, "-", f"standard input of at most {MAX_STDIN_BYTES} bytes")
+    except (OSError, ValueError) as e:
+        if isinstance(e, ValueError) and str(e).startswith(f"{name} must be"):
+            raise
+        fail(name, "-", f"a readable standard input ({type(e).__name__})")
+    if buf is None:
+        return "".join(chunks)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(name, "-", f"UTF-8 text (byte {e.start} is not UTF-8)")
+
+
 #: CSV cells stay text, and "NA", "null" or an empty cell is never turned into a missing value
 #: (a prompt may be called "NA"; an empty number cell is named as bad by numeric_column).
 _CSV = dict(dtype=str, skipinitialspace=True, keep_default_na=False, na_filter=False)
@@ -50,8 +93,7 @@ def read_table(source: str | Path, name: str = "LOG") -> pd.DataFrame:
     CSV otherwise. Cells are read as text, so that :func:`numeric_column` can name bad ones.
     """
     if str(source) == "-":
-        text = sys.stdin.read()
-        return _from_text(text, name, "standard input")
+        return _from_text(read_stdin(name), name, "standard input")
     path = Path(source)
     if not path.is_file():
         fail(name, str(path), "an existing file (or - for standard input)")
@@ -130,6 +172,10 @@ def id_column(df: pd.DataFrame, col: str = "prompt") -> np.ndarray:
 def numeric_column(df: pd.DataFrame, col: str, *, integer: bool) -> np.ndarray:
     """Column ``col`` as float (or int64) values; names the first non-numeric cell's row."""
     raw = df[col]
+    is_bool = raw.map(lambda v: isinstance(v, bool | np.bool_)) if raw.dtype == object else None
+    if raw.dtype == bool or (is_bool is not None and is_bool.any()):
+        i = 0 if raw.dtype == bool else int(np.argmax(is_bool.to_numpy()))
+        fail(col, raw.iloc[i], f"a number, not true/false (row {i + 1} of the data)")
     vals = pd.to_numeric(raw, errors="coerce")
     bad = vals.isna() | ~np.isfinite(vals.to_numpy(dtype=float, na_value=np.nan))
     if bad.any():

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validate import check_int_array, check_scalar, fail
+from .._validate import check_int_array, check_scalar, check_seed, fail
 from ..advantages import effective_lr_multiplier
 from ..tail_miss import active_probability, tail_miss_probability
 from .fit import (
@@ -50,6 +50,8 @@ DEFAULT_GAMMA = (0.5, 1.0, 2.0)
 COLUMNS = ("window", "quantity", "parameter", "value", "ci_low", "ci_high", "note")
 #: Largest N considered for N_min_share / N_max_missed (and the largest --compute).
 MAX_COMPUTE = 4096
+#: Smallest relative mass rho accepted (tau = rho * mu stays > 0 for every fitted mu).
+MIN_RHO = 1e-200
 
 
 def _population_miss(
@@ -98,14 +100,14 @@ def _analyse(
     mix = fit_npmle(n, x, prompts)
     sizes, counts = np.unique(n, return_counts=True)
     N = int(sizes[np.argmax(counts)])
-    comp = int(compute) if compute is not None else max(64, 8 * N)
+    comp = int(compute) if compute is not None else min(MAX_COMPUTE, max(64, 8 * N))
 
     # Bootstrap over prompts: resample prompts with replacement, refit the Beta on the groups.
     # A replicate's weight of each (n, x) pair is the sum, over its groups, of how often the
     # group's prompt was drawn: O(groups) work and memory, no prompts x pairs matrix.
     nn, xx, _, pair_of_group = group_pairs(n, x)
     pid, p_inv = np.unique(prompts, return_inverse=True)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     boot = []
     for _ in range(bootstrap):
         pick = np.bincount(rng.integers(0, pid.size, pid.size), minlength=pid.size)
@@ -243,6 +245,8 @@ def diagnose(
     rho_a = np.atleast_1d(np.asarray(rho, dtype=float))
     for r in rho_a:
         check_scalar("rho", r, lo=0, hi=1, lo_open=True, hi_open=True)
+        if r < MIN_RHO:  # tau = rho * mu would underflow to 0 for small fitted mu
+            fail("rho", r, f">= {MIN_RHO:g} (tau = rho * mu must not underflow to 0)")
     gam = np.atleast_1d(np.asarray(gamma, dtype=float))
     for g in gam:
         check_scalar("gamma", g, lo=0)

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import betaln, gammaln, log1p, log_softmax, softmax
 
-from .._validate import check_int_array, fail
+from .._validate import check_int_array, check_seed, fail
 from ..advantages import AdvantageConvention
 from ..policy import check_policy
 from ._checks import check_N
@@ -355,7 +355,7 @@ def _monte_carlo(
     task: _Task, samples: int, seed: int | np.random.Generator | None
 ) -> ExpectationResult:
     z, p, corr, quantities, names, N, spec = task
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     lv = levels(z, corr, p)
     L = lv.p.size
     cdf = np.cumsum(p)

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import softmax
 
-from .._validate import check_int_array, fail
+from .._validate import check_int_array, check_seed, fail
 from ._checks import check_logits, check_N
 
 __all__ = ["Group", "make_group", "sample_group"]
@@ -97,7 +97,7 @@ def sample_group(logits: ArrayLike, N: int, seed: int | np.random.Generator | No
     z = check_logits(logits)
     N = check_N(N)
     p = softmax(z)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     draws = draw(np.cumsum(p), rng, (N,))
     return make_group(draws, n_actions=z.size)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -391,14 +390,10 @@ def load_population_sweep(path: str | Path) -> dict[str, Any]:
 
     Relative ``pass_rates`` / ``correctness`` paths are made relative to the TOML file.
     """
+    from ..sim.grid import read_toml
+
     p = Path(path)
-    try:
-        with p.open("rb") as f:
-            d = tomllib.load(f)
-    except OSError as e:
-        fail("--config", str(p), f"a readable TOML file ({e.strerror or e})")
-    except tomllib.TOMLDecodeError as e:
-        fail("--config", str(p), f"valid TOML ({str(e).splitlines()[0]})")
+    d = read_toml(p, "--config")  # bounded size and depth, one-line errors
     unknown = sorted(set(d) - _FIELDS)
     if unknown:
         fail("config key", unknown[0], "one of " + ", ".join(sorted(_FIELDS)))

@@ -42,10 +42,27 @@ class Population:
         return self.correct.shape[0] - self.n_train
 
 
+def _npy_header(path: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from a ``.npy`` file's header (nothing else is read)."""
+    from numpy.lib import format as npy
+
+    with open(path, "rb") as fh:
+        version = npy.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = npy.read_array_header_1_0(fh)
+        else:
+            shape, _, dtype = npy.read_array_header_2_0(fh)
+    return tuple(shape), dtype
+
+
 def _read_correctness(path: str, P_all: int, K: int) -> np.ndarray:
     try:
         if path.endswith(".npy"):
-            arr = np.load(path)
+            shape, dtype = _npy_header(path)  # checked before any data is read
+            if shape != (P_all, K) or dtype.kind not in "biuf" or dtype.hasobject:
+                fail("correctness", path, f"a matrix of shape ({P_all}, {K}) of 0/1 numbers; "
+                     f"its header says shape {shape}, dtype {dtype}")  # fmt: skip
+            arr = np.load(path, allow_pickle=False)
         else:
             arr = np.loadtxt(path, delimiter=",", ndmin=2)
     except (OSError, ValueError) as e:

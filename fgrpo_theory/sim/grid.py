@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,6 +22,11 @@ from .._validate import fail
 from .config import SimConfig
 
 __all__ = ["expand_grid", "grid_axes", "load_sweep", "load_config", "config_hash"]
+
+#: Largest number of configs a sweep may expand to (counted before anything is expanded).
+MAX_CONFIGS = 100_000
+#: Largest TOML config file read (bytes; checked before it is parsed).
+MAX_CONFIG_BYTES = 1 << 20
 
 _FIELDS = {f.name for f in dataclasses.fields(SimConfig)} | {"rewards"}
 # a plain list is the value; a list of lists is a sweep
@@ -54,8 +60,14 @@ def grid_axes(
             swept = isinstance(v, list | tuple) and f.name not in unswept
         if swept and len(v) == 0:
             fail(f.name, "[]", "a non-empty list")
+        if swept and len(v) > MAX_CONFIGS:
+            fail(f.name, f"a list of {len(v)} values", f"a list of at most {MAX_CONFIGS} values")
         names.append(f.name)
         axes.append(list(v) if swept else [v])
+    total = math.prod(len(a) for a in axes)  # counted before anything is expanded
+    if total > MAX_CONFIGS:
+        sizes = " x ".join(str(len(a)) for a in axes if len(a) > 1)
+        fail("sweep", f"{sizes} = {total} configs", f"a grid of at most {MAX_CONFIGS} configs")
     return names, axes
 
 
@@ -81,6 +93,9 @@ def expand_grid(sweep: Mapping[str, Any] | SimConfig | Iterable[SimConfig]) -> l
     if "_rewards" in sweep:  # a list of reward pairs: one axis, unpacked per config
         names.append("_rewards")
         axes.append(list(sweep["_rewards"]))
+        total = math.prod(len(a) for a in axes)
+        if total > MAX_CONFIGS:
+            fail("sweep", f"{total} configs", f"a grid of at most {MAX_CONFIGS} configs")
     out = []
     for combo in itertools.product(*axes):
         kw = dict(zip(names, combo, strict=True))
@@ -116,15 +131,50 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         fail("config", str(path), "an existing TOML file")
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as e:
-        fail("config", str(path), f"valid TOML ({' '.join(str(e).split())})")
-    except UnicodeDecodeError as e:
-        fail("config", str(path), f"a UTF-8 text file (byte {e.start} is not UTF-8)")
+    data = read_toml(p)
     _check_keys(data, f"config key in {p.name}")
     return data
+
+
+def read_toml(p: Path, name: str = "config") -> dict[str, Any]:
+    """Parse TOML file ``p``: at most :data:`MAX_CONFIG_BYTES` (checked before reading), nested
+    at most 32 levels deep; every problem is one line naming ``name`` and the path."""
+    try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            fail(name, str(p), f"a TOML file of at most {MAX_CONFIG_BYTES} bytes ({size})")
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            fail(name, str(p), f"a TOML file of at most {MAX_CONFIG_BYTES} bytes")
+        text = raw.decode("utf-8")
+        if _nesting(text) > _MAX_DEPTH:
+            fail(name, str(p), f"a TOML file nested at most {_MAX_DEPTH} levels deep")
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        fail(name, str(p), f"valid TOML ({' '.join(str(e).split())})")
+    except UnicodeDecodeError as e:
+        fail(name, str(p), f"a UTF-8 text file (byte {e.start} is not UTF-8)")
+    except RecursionError:
+        fail(name, str(p), f"a TOML file nested at most {_MAX_DEPTH} levels deep")
+    except OSError as e:
+        fail(name, str(p), f"a readable file ({e.strerror or e})")
+
+
+_MAX_DEPTH = 32
+
+
+def _nesting(text: str) -> int:
+    """An upper bound of the nesting depth of arrays and inline tables (brackets outside
+    strings are counted; a bracket inside a string only makes the bound larger)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def load_config(path: str | Path) -> list[SimConfig]:

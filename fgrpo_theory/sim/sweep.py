@@ -19,12 +19,15 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._trust import folder_key, keyed_digest
 from .._validate import fail
 from .config import SimConfig
 from .grid import config_hash, expand_grid
@@ -51,19 +54,27 @@ Executor = Callable[
 _META_HASH = "fgrpo_theory.config_hash"
 _META_CODE = "fgrpo_theory.simulator_digest"
 _META_ROWS = "fgrpo_theory.rows_digest"
+_META_MAC = "fgrpo_theory.mac"
+_META_SIZE = "fgrpo_theory.size_mac"
 #: Seconds between checks while another process holds a config's lock.
 _POLL = 0.2
 
 
 def check_out_dir(out_dir: str | Path, name: str = "out_dir") -> Path:
-    """Create ``out_dir`` if needed and check a file can be written there (before any work)."""
+    """Create ``out_dir`` if needed and check a file can be written there (before any work).
+
+    The probe is a fresh temporary (``O_EXCL``, random name): nothing planted in a shared folder
+    is ever written through.
+    """
+    from .._io import create_temp
+
     p = Path(out_dir)
     if p.exists() and not p.is_dir():
         fail(name, str(p), "a folder (it is a file)")
     try:
         p.mkdir(parents=True, exist_ok=True)
-        probe = p / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
+        fd, probe = create_temp(p, "write-test")
+        os.close(fd)
         probe.unlink()
     except OSError:
         fail(name, str(p), "a writable folder")
@@ -91,73 +102,128 @@ def simulator_digest() -> str:
     return source_digest(Path(__file__).resolve().parent.glob("*.py"))
 
 
-def _rows_digest(df: pd.DataFrame) -> str:
-    """Digest of a result's rows, the same for the frame written and the frame read back from
-    either format: the SHA-256 of its CSV text (full float precision). A CSV read back changes
-    dtypes (an empty text cell becomes NaN), so a digest of the in-memory values would call
-    every CSV result edited and resume would never reuse one."""
-    text = df.to_csv(index=False, lineterminator="\n")
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _rows_text(df: pd.DataFrame) -> bytes:
+    """A result's rows as CSV text (full float precision), the same for the frame written and the
+    frame read back from either format (a CSV read back changes dtypes: an empty text cell
+    becomes NaN, so a digest of the in-memory values would call every CSV result edited)."""
+    return df.to_csv(index=False, lineterminator="\n").encode()
+
+
+def _rows_digest(df: pd.DataFrame, key: bytes | None = None) -> str:
+    """Digest of a result's rows: keyed (HMAC under the folder's key, see
+    :mod:`fgrpo_theory._trust`) when ``key`` is given, so nobody without the key can forge it;
+    else the plain SHA-256 (a single output file, never reused without a key)."""
+    if key is not None:
+        return keyed_digest(key, "rows", _rows_text(df))
+    return hashlib.sha256(_rows_text(df)).hexdigest()[:16]
 
 
 def _meta_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.meta.json")
 
 
-def write_atomic(df: pd.DataFrame, path: Path, metadata: Mapping[str, str] | None = None) -> None:
-    """Write Parquet or CSV (by suffix) to a temporary file in the same folder, then rename.
+def _folder_key(folder: Path) -> bytes | None:
+    """The folder's key (created if missing), or None with one line on stderr saying why."""
+    key, why = folder_key(folder)
+    if why is not None:
+        _warn(f"results in {folder} cannot be authenticated, so none is reused: {why}")
+    return key
 
-    ``metadata`` (string keys and values) goes into the Parquet schema metadata, or for CSV into
-    a sidecar ``.<name>.meta.json`` written (atomically) before the CSV itself.
+
+def write_atomic(
+    df: pd.DataFrame,
+    path: Path,
+    metadata: Mapping[str, str] | None = None,
+    key: bytes | None = None,
+    name: str = "output",
+) -> None:
+    """Write Parquet or CSV (by suffix) to a fresh temporary file in the same folder, then rename.
+
+    The temporary is created with ``O_EXCL | O_NOFOLLOW`` under a random name and written through
+    its descriptor; the rename replaces whatever is at ``path`` (a symlink included) and never
+    writes through it. ``metadata`` (string keys and values) goes into the Parquet schema
+    metadata, or for CSV into a sidecar ``.<name>.meta.json`` written (atomically) before the CSV
+    itself. ``key``: the folder's key, which tags the temporaries as this tool's.
     """
+    from .._io import _temp_for, atomic_open
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        if path.suffix == ".csv":
-            if metadata is not None:
-                meta_tmp = _meta_path(path).with_name(f"{_meta_path(path).name}.tmp-{os.getpid()}")
-                meta_tmp.write_text(json.dumps(dict(metadata), sort_keys=True), encoding="utf-8")
-                os.replace(meta_tmp, _meta_path(path))
-            df.to_csv(tmp, index=False)
-        elif path.suffix == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+    if path.suffix not in (".csv", ".parquet"):
+        fail("output", str(path), "a .parquet or .csv path")
+    meta = dict(metadata or {})
+    if path.suffix == ".csv":
+        if metadata is not None:
+            size = str(len(df.to_csv(index=False).encode()))
+            meta["fgrpo_theory.n_rows"] = str(len(df))
+            meta["fgrpo_theory.file_bytes"] = size
+            if key is not None and _META_MAC in meta:
+                meta[_META_SIZE] = keyed_digest(key, "size", meta[_META_MAC], size)
+            with atomic_open(_meta_path(path), "w", name=name, key=key) as fh:
+                fh.write(json.dumps(meta, sort_keys=True))
+        with atomic_open(path, "w", name=name, key=key, newline="") as fh:
+            df.to_csv(fh, index=False)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            if metadata:
-                merged = dict(table.schema.metadata or {})
-                merged.update({k.encode(): str(v).encode() for k, v in metadata.items()})
-                table = table.replace_schema_metadata(merged)
-            pq.write_table(table, tmp)
-        else:
-            fail("output", str(path), "a .parquet or .csv path")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if meta:
+        merged = dict(table.schema.metadata or {})
+        merged.update({k.encode(): str(v).encode() for k, v in meta.items()})
+        table = table.replace_schema_metadata(merged)
+    with _temp_for(path, path, name, key) as (fd, _tmp), open(os.dup(fd), "wb") as fh:
+        pq.write_table(table, fh)
+        fh.flush()
 
 
-def _read_with_meta(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+#: Largest sidecar (``.<name>.csv.meta.json``) read; a bigger one is not this tool's.
+_MAX_META_BYTES = 1 << 16
+
+
+def _read_meta(path: Path) -> dict[str, str]:
+    """The stored metadata of a result file, without reading its rows: the Parquet footer's
+    ``fgrpo_theory.*`` keys, or the CSV's sidecar (at most 64 KiB)."""
+    if path.suffix == ".csv":
+        try:
+            with open(_meta_path(path), "rb") as fh:
+                raw = fh.read(_MAX_META_BYTES + 1)
+            meta = json.loads(raw) if len(raw) <= _MAX_META_BYTES else {}
+        except (OSError, ValueError):
+            meta = {}
+        return {str(k): str(v) for k, v in dict(meta).items()} if isinstance(meta, dict) else {}
+    import pyarrow.parquet as pq
+
+    md = pq.read_metadata(path)
+    raw = md.metadata or {}
+    meta = {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"fgrpo_theory.")}
+    meta["_num_rows"] = str(md.num_rows)
+    return meta
+
+
+def _read_rows(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     if path.suffix == ".csv":
-        df = pd.read_csv(path)
-        try:
-            meta = json.loads(_meta_path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
-        return df, {str(k): str(v) for k, v in dict(meta).items()}
+        return pd.read_csv(path)
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    raw = table.schema.metadata or {}
-    meta = {k.decode(): v.decode() for k, v in raw.items() if k.startswith(b"fgrpo_theory.")}
-    return table.to_pandas(), meta
+    return pq.read_table(path).to_pandas()
 
 
-def result_metadata(cfg_hash: str, code: str, df: pd.DataFrame) -> dict[str, str]:
-    """What a result file stores for :func:`reusable_result`: config hash, code and rows digests."""
-    return {_META_HASH: cfg_hash, _META_CODE: code, _META_ROWS: _rows_digest(df)}
+def _meta_mac(key: bytes, cfg_hash: str, code: str, rows: str, n_rows: int) -> str:
+    return keyed_digest(key, "result", cfg_hash, code, rows, str(int(n_rows)))
+
+
+def result_metadata(
+    cfg_hash: str, code: str, df: pd.DataFrame, key: bytes | None = None
+) -> dict[str, str]:
+    """What a result file stores for :func:`reusable_result`: config hash, code and rows digests
+    and, with the folder's ``key``, a keyed digest binding them together with the row count."""
+    rows = _rows_digest(df, key)
+    meta = {_META_HASH: cfg_hash, _META_CODE: code, _META_ROWS: rows}
+    if key is not None:
+        meta[_META_MAC] = _meta_mac(key, cfg_hash, code, rows, len(df))
+    return meta
 
 
 def reusable_result(
@@ -166,14 +232,25 @@ def reusable_result(
     *,
     key: Callable[[Any], str] = config_hash,
     code: str | None = None,
+    folder_key: bytes | None = None,
 ) -> tuple[pd.DataFrame | None, str | None]:
     """``(df, None)`` if ``path`` holds a result that resume may reuse for ``cfg``, else
     ``(None, why)`` (``why`` is None when there is no file). ``key`` hashes the config and
-    ``code`` is the digest of the code that must have written it (default: the simulator's)."""
+    ``code`` is the digest of the code that must have written it (default: the simulator's).
+
+    ``folder_key`` is the key of the folder (:mod:`fgrpo_theory._trust`); without it nothing is
+    reusable. The stored metadata are checked first (a Parquet footer or a CSV sidecar, a few
+    bytes): a file whose keyed digest does not verify is never read further, so a foreign file
+    costs nothing however large its rows would be; then the rows' keyed digest is checked.
+    """
+    import hmac
+
     if not path.is_file():
         return None, None
+    if folder_key is None:
+        return None, f"{path} cannot be authenticated (no key for its folder); recomputing it"
     try:
-        df, meta = _read_with_meta(path)
+        meta = _read_meta(path)
     except Exception as e:  # any unreadable file: pyarrow, pandas and OS errors alike
         return None, (
             f"{path} is not a readable result file ({type(e).__name__}); recomputing the config "
@@ -183,83 +260,212 @@ def reusable_result(
     if meta.get(_META_HASH) != want:
         got = meta.get(_META_HASH, "no stored config hash")
         return None, f"{path} holds config {got}, not {want}; recomputing it"
-    if meta.get(_META_CODE) != (simulator_digest() if code is None else code):
+    code_now = simulator_digest() if code is None else code
+    if meta.get(_META_CODE) != code_now:
         return None, f"{path} was produced by other simulator code; recomputing it"
-    if meta.get(_META_ROWS) != _rows_digest(df):
+    forged = f"{path} was not written by this tool for this folder (its digest does not verify)"
+    stored_rows, stored_mac = meta.get(_META_ROWS, ""), meta.get(_META_MAC, "")
+    try:
+        n_rows = int(meta.get("_num_rows", meta.get("fgrpo_theory.n_rows", "-1")))
+    except ValueError:
+        n_rows = -1
+    mac = _meta_mac(folder_key, want, code_now, stored_rows, n_rows)
+    if not hmac.compare_digest(stored_mac, mac):
+        return None, f"{forged}; recomputing it"
+    if path.suffix == ".csv":
+        size = meta.get("fgrpo_theory.file_bytes", "")
+        if not hmac.compare_digest(
+            meta.get(_META_SIZE, ""), keyed_digest(folder_key, "size", stored_mac, size)
+        ):
+            return None, f"{forged}; recomputing it"
+        if size != str(path.stat().st_size):  # checked before a byte of it is parsed
+            return None, f"{path} was edited after it was written; recomputing it"
+    try:
+        df = _read_rows(path)
+    except Exception as e:
+        return None, f"{path} is not a readable result file ({type(e).__name__}); recomputing it"
+    if not hmac.compare_digest(stored_rows, _rows_digest(df, folder_key)):
         return None, f"{path} was edited after it was written; recomputing it"
     return df, None
 
 
+#: A lock whose file has not been refreshed for this many seconds is stale, whoever holds it.
+LOCK_TTL = 600.0
+#: Seconds between refreshes (mtime) of the locks a sweep holds.
+LOCK_HEARTBEAT = 20.0
+#: Seconds an empty or unreadable lock is given for its writer to fill it in.
+LOCK_GRACE = 10.0
+_HOST = socket.gethostname()
+#: Tokens of the locks this process holds (a lock naming our PID with another token is a
+#: leftover of an earlier process that had our PID, e.g. PID 1 in a container).
+_MY_TOKENS: set[str] = set()
+
+
 def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
+    if not 0 < pid < 2**31:
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError):
         return True
     return True
 
 
-def _lock_pid(lock: Path) -> int | None:
-    """The PID in ``lock``; None if unreadable or still empty (its writer has created it and not
-    yet written its PID: read as PID 0, a "dead" owner, such a lock was taken over and its
-    config computed twice by two sweeps on a loaded machine)."""
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot, ``/proc``), None if unknown."""
     try:
-        text = lock.read_text(encoding="ascii").strip()
-        return int(text) if text else None
-    except (OSError, ValueError):
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            text = fh.read(4096).decode("ascii", "replace")
+        return text.rpartition(")")[2].split()[19]
+    except (OSError, IndexError, ValueError):
         return None
 
 
-def _remove_dead_temporaries(out: Path) -> None:
-    """Remove ``.<name>.tmp-<PID>`` files whose process is gone (left by a killed run)."""
-    for tmp in out.glob(".*.tmp-*"):
-        pid = tmp.name.rpartition(".tmp-")[2]
-        if pid.isdigit() and not _pid_alive(int(pid)):
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+def _read_lock(lock: Path) -> tuple[bytes, dict[str, Any] | None]:
+    """The raw bytes (at most 4 KiB, never through a symlink) and the record of a lock, or
+    ``(raw, None)`` if it holds no record of this tool."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return b"", None
+    try:
+        raw = os.read(fd, 4097)
+    except OSError:
+        raw = b""
+    finally:
+        os.close(fd)
+    try:
+        rec = json.loads(raw.decode("utf-8")) if len(raw) <= 4096 else None
+    except (UnicodeDecodeError, ValueError):
+        rec = None
+    if not isinstance(rec, dict) or rec.get("tool") != "fgrpo-theory":
+        return raw, None
+    if not isinstance(rec.get("pid"), int) or not isinstance(rec.get("token"), str):
+        return raw, None
+    return raw, rec
+
+
+def _lock_pid(lock: Path) -> int | None:
+    """The PID in ``lock``'s record; None if it holds none (empty, garbled, foreign)."""
+    rec = _read_lock(lock)[1]
+    return None if rec is None else int(rec["pid"])
+
+
+def _holder(rec: dict[str, Any] | None) -> str:
+    if rec is None:
+        return "an unknown process (the lock holds no record of this tool)"
+    return f"PID {rec['pid']} on host {rec.get('host')!s}"
+
+
+def _lock_state(lock: Path) -> tuple[bool, str, bytes]:
+    """``(stale, holder, raw)``: whether ``lock`` may be taken over, who it names, its bytes.
+
+    Stale: not refreshed for :data:`LOCK_TTL` seconds (its holder refreshes it every
+    :data:`LOCK_HEARTBEAT`); or empty or garbled for :data:`LOCK_GRACE` seconds; or naming a
+    process of this host that is gone, whose PID was reused since (another start time), or that
+    is this very process without being one of its locks.
+    """
+    raw, rec = _read_lock(lock)
+    age = time.time() - _mtime(lock)
+    if age > LOCK_TTL:
+        return True, _holder(rec), raw
+    if rec is None:
+        return age > LOCK_GRACE, _holder(rec), raw
+    if rec.get("host") == _HOST:
+        pid = rec["pid"]
+        if pid == os.getpid():
+            return rec["token"] not in _MY_TOKENS, _holder(rec), raw
+        if not _pid_alive(pid):
+            return True, _holder(rec), raw
+        started = _start_time(pid)
+        if started is not None and rec.get("start") not in (None, started):
+            return True, _holder(rec), raw
+    return False, _holder(rec), raw
+
+
+def _remove_dead_temporaries(out: Path, key: bytes | None) -> None:
+    """Remove this tool's temporaries of dead processes (left by a killed run): only files whose
+    name carries a tag under the folder's key (:func:`fgrpo_theory._io.remove_stale_temps`)."""
+    from .._io import remove_stale_temps
+
+    if key is not None:
+        remove_stale_temps(out, key)
 
 
 def _try_lock(lock: Path) -> bool:
-    """Take ``lock`` (``O_CREAT | O_EXCL``, our PID inside); take over a lock of a dead process.
-
-    Returns False while a live process holds it.
-    """
+    """Take ``lock`` (``O_CREAT | O_EXCL``, a record naming this process inside); take over a
+    stale lock (:func:`_lock_state`). Returns False while another process holds it."""
     for _ in range(3):
+        token = secrets.token_hex(8)
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(
+                lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644
+            )
         except FileExistsError:
-            pid = _lock_pid(lock)
-            if pid is None or _pid_alive(pid):
-                if pid is None and time.time() - _mtime(lock) > 10:
-                    pid = 0  # empty or garbled for 10 s: its writer died before writing its PID
-                else:
-                    return False
-            stale = lock.with_name(f"{lock.name}.stale-{os.getpid()}")
+            stale, _, raw = _lock_state(lock)
+            if not stale:
+                return False
+            moved = lock.with_name(f"{lock.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
             try:
-                os.replace(lock, stale)
+                os.replace(lock, moved)
             except FileNotFoundError:
                 continue  # someone else took it over first: try again
-            if _lock_pid(stale) not in (pid, None):  # raced: we moved a live lock, put it back
+            except OSError:
+                return False
+            if _read_lock(moved)[0] != raw:  # raced: we moved a fresh lock, put it back
                 with contextlib.suppress(OSError):
-                    os.replace(stale, lock)
+                    os.replace(moved, lock)
                 return False
             with contextlib.suppress(OSError):
-                stale.unlink()
+                moved.unlink()
             continue
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()}\n")
+        except OSError:
+            return False
+        record = {
+            "tool": "fgrpo-theory",
+            "pid": os.getpid(),
+            "host": _HOST,
+            "start": _start_time(os.getpid()),
+            "token": token,
+            "since": round(time.time(), 3),
+        }
+        _MY_TOKENS.add(token)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
         return True
     return False
 
 
 def _mtime(p: Path) -> float:
     try:
-        return p.stat().st_mtime
+        return os.lstat(p).st_mtime
     except OSError:
         return time.time()
+
+
+class _Heartbeat:
+    """Refresh (touch) the locks of ``held`` every :data:`LOCK_HEARTBEAT` seconds, in a daemon
+    thread, so that other sweeps see them alive; a lock not refreshed for :data:`LOCK_TTL` s
+    (its process hung, or on another host and gone) is taken over."""
+
+    def __init__(self, paths: Callable[[], list[Path]]) -> None:
+        import threading
+
+        self._paths = paths
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fgrpo-lock-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(LOCK_HEARTBEAT):
+            for p in self._paths():
+                with contextlib.suppress(OSError):
+                    os.utime(p, follow_symlinks=False)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def _lock_path(out: Path, cfg: Any, key: Callable[[Any], str] = config_hash) -> Path:
@@ -278,6 +484,7 @@ def run_sweep(
     progress: bool | None = None,
     executor: Executor | None = None,
     fmt: str = "parquet",
+    best_effort: bool = False,
 ) -> pd.DataFrame:
     """Run every config of a sweep and return the concatenated long-format DataFrame.
 
@@ -309,6 +516,9 @@ def run_sweep(
         order, with :func:`simulate`.
     fmt : {"parquet", "csv"}
         File format in ``out_dir``.
+    best_effort : bool
+        ``out_dir`` is a cache: a result that cannot be written there (a full disk) costs one
+        line on stderr and the sweep goes on without writing (by default it is an error).
 
     Returns
     -------
@@ -328,6 +538,7 @@ def run_sweep(
         progress=progress,
         executor=executor,
         fmt=fmt,
+        best_effort=best_effort,
     )
 
 
@@ -344,6 +555,7 @@ def run_configs(
     executor: Executor | None = None,
     fmt: str = "parquet",
     label: str = "simulating",
+    best_effort: bool = False,
 ) -> pd.DataFrame:
     """The engine of :func:`run_sweep` for any model's validated configs (also populations).
 
@@ -362,12 +574,13 @@ def run_configs(
         progress = sys.stderr.isatty()
     results: list[pd.DataFrame | None] = [None] * len(configs)
     code_now = code() if out is not None else ""
+    fkey = _folder_key(out) if out is not None else None
 
     def _path(i: int) -> Path:
         return result_path(out, configs[i], fmt, key)
 
     def _reusable(i: int) -> tuple[pd.DataFrame | None, str | None]:
-        return reusable_result(_path(i), configs[i], key=key, code=code_now)
+        return reusable_result(_path(i), configs[i], key=key, code=code_now, folder_key=fkey)
 
     def _reuse(i: int) -> bool:
         if out is None or not resume:
@@ -379,21 +592,49 @@ def run_configs(
         return df is not None
 
     if out is not None:
-        _remove_dead_temporaries(out)
+        _remove_dead_temporaries(out, fkey)
     pending = [i for i in range(len(configs)) if not _reuse(i)]
     held: set[int] = set()
+
+    unwritable: list[str] = []
 
     def _store(i: int, df: pd.DataFrame) -> None:
         results[i] = df
         if out is not None:
-            write_atomic(df, _path(i), result_metadata(key(configs[i]), code_now, df))
+            if not unwritable:
+                meta = result_metadata(key(configs[i]), code_now, df, fkey)
+                try:
+                    write_atomic(df, _path(i), meta, fkey)
+                except (ValueError, OSError) as e:
+                    if not best_effort:
+                        raise
+                    unwritable.append(str(e))
+                    _warn(f"cannot write results to {out}; going on without writing ({e})")
             _unlock(i)
 
     def _unlock(i: int) -> None:
         if i in held:
             held.discard(i)
-            with contextlib.suppress(OSError):
-                _lock_path(out, configs[i], key).unlink()
+            lock = _lock_path(out, configs[i], key)
+            rec = _read_lock(lock)[1]
+            if rec is not None and rec["pid"] == os.getpid() and rec["token"] in _MY_TOKENS:
+                _MY_TOKENS.discard(rec["token"])
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+
+    announced: set[int] = set()
+
+    def _announce(idx: list[int]) -> None:
+        """One line on stderr per config found locked: who holds it and how long we may wait."""
+        for i in idx:
+            if i not in announced:
+                announced.add(i)
+                lock = _lock_path(out, configs[i], key)
+                _, holder, _ = _lock_state(lock)
+                _warn(
+                    f"waiting for config {key(configs[i])}: {lock} is held by {holder}; a lock "
+                    f"not refreshed for {LOCK_TTL:g} s (or of a process gone) is taken over"
+                )
 
     def _claim(idx: list[int]) -> tuple[list[int], list[int]]:
         """Split ``idx`` into configs this process now computes and ones another process holds."""
@@ -431,6 +672,9 @@ def run_configs(
                 bar.advance(task)
         return busy
 
+    beat = None
+    if out is not None and pending:
+        beat = _Heartbeat(lambda: [_lock_path(out, configs[i], key) for i in list(held)])
     bar = task = None
     if executor is None and progress and pending:
         from rich.console import Console
@@ -446,6 +690,7 @@ def run_configs(
         else:
             busy = _run_local(pending, bar)
         while busy:  # configs another live sweep is computing: take its result, or take over
+            _announce(busy)
             time.sleep(_POLL)
             still = []
             for i in busy:
@@ -464,6 +709,8 @@ def run_configs(
                     still.extend(_run_local([i], bar))
             busy = still
     finally:
+        if beat is not None:
+            beat.stop()
         if bar is not None:
             bar.stop()
         for i in list(held):

@@ -1,0 +1,261 @@
+"""A shared output or cache folder cannot be turned against the user (issue 26, causes 1-4).
+
+Symlinks and files planted under the names this tool writes never make it write elsewhere;
+forged, relabelled or foreign result files are never reused (nor read beyond their footer);
+cleanup removes only this tool's own temporaries; the kernel cache is used only in a folder
+nobody else can write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fgrpo_theory._trust import KEY_NAME, folder_key, owned_private_dir
+from fgrpo_theory.sim import config_hash, expand_grid, run_sweep
+
+SMALL = {"K": 6, "logits": "0.5x1,0.0x5", "correct": 1, "N": [2, 8], "steps": 10, "seeds": 2,
+         "log_every": 5}  # fmt: skip
+
+
+def _victim(tmp_path):
+    v = tmp_path / "victim.txt"
+    v.write_text("precious\n")
+    return v
+
+
+def test_sweep_replaces_a_planted_symlink_and_never_writes_through_it(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = _victim(tmp_path)
+    cfgs = expand_grid(SMALL)
+    h = config_hash(cfgs[0])
+    (out / f"{h}.parquet").symlink_to(victim)  # the result name itself
+    for pid in range(os.getpid() - 5, os.getpid() + 50):  # the old predictable temporaries
+        (out / f".{h}.parquet.tmp-{pid}").symlink_to(victim)
+    (out / f".write-test-{os.getpid()}").symlink_to(victim)  # the old write probe
+    run_sweep(SMALL, out, progress=False)
+    assert victim.read_text() == "precious\n"
+    assert (out / f"{h}.parquet").is_file() and not (out / f"{h}.parquet").is_symlink()
+
+
+def test_save_figure_replaces_a_planted_symlink_collides_never_and_leaves_no_temporary(
+    tmp_path, monkeypatch
+):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fgrpo_theory.plotting import save_figure
+
+    victim = _victim(tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0.3, 0.7])
+    (tmp_path / "f.png").symlink_to(victim)
+    (tmp_path / "f.png.tmp").symlink_to(victim)  # the old predictable temporary
+    save_figure(fig, tmp_path / "f", formats="png", dpi=200)
+    assert victim.read_text() == "precious\n"
+    assert not (tmp_path / "f.png").is_symlink() and (tmp_path / "f.png").is_file()
+    # two writers of one name never collide (audit: FileNotFoundError in 15 of 1,198 saves)
+    (tmp_path / "f.png").unlink()
+    errors = []
+    figs = [plt.subplots()[0] for _ in range(2)]
+    for i, f in enumerate(figs):
+        f.axes[0].plot([0, 1], [i, 1 - i])
+
+    def save(f):
+        try:
+            for _ in range(6):
+                (tmp_path / "g.png").unlink(missing_ok=True)
+                save_figure(f, tmp_path / "g", formats="png", dpi=200)
+        except Exception as e:  # noqa: BLE001 - any failure is the bug
+            errors.append(e)
+
+    threads = [threading.Thread(target=save, args=(f,)) for f in figs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    # a failing write leaves the old file and no temporary behind
+    before = (tmp_path / "g.png").read_bytes()
+
+    def broken(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(ValueError, match="No space left"):
+        save_figure(fig, tmp_path / "g", formats="png", dpi=200)
+    monkeypatch.undo()
+    assert (tmp_path / "g.png").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    plt.close("all")
+
+
+def test_output_file_replaces_a_symlink_but_devices_are_written_in_place(tmp_path):
+    from fgrpo_theory._io import write_atomic
+
+    victim = _victim(tmp_path)
+    link = tmp_path / "out.csv"
+    link.symlink_to(victim)
+    write_atomic(link, "a,b\n")
+    assert victim.read_text() == "precious\n" and link.read_text() == "a,b\n"
+    assert not link.is_symlink()
+    write_atomic("/dev/null", "x")  # a device: written in place, never renamed over
+
+
+def _forge(path, df, meta_from):
+    """Rewrite ``path`` with ``df`` and the stored metadata of ``meta_from``, its plain rows
+    digest recomputed as an attacker could (the old, unkeyed digest)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = dict(pq.read_metadata(meta_from).metadata)
+    text = df.to_csv(index=False, lineterminator="\n")
+    meta[b"fgrpo_theory.rows_digest"] = hashlib.sha256(text.encode()).hexdigest()[:16].encode()
+    pq.write_table(
+        pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(meta), path
+    )
+
+
+def test_forged_results_are_recomputed_not_reused(tmp_path, capfd):
+    ref = run_sweep(SMALL, tmp_path, progress=False)
+    cfgs = expand_grid(SMALL)
+    a, b = (tmp_path / f"{config_hash(c)}.parquet" for c in cfgs)
+    rows_a = pd.read_parquet(a)
+    forged = rows_a.copy()
+    forged["q_pos"] = np.inf
+    forged.loc[0, "m_ret"] = np.nan
+    _forge(a, forged, a)  # NaN / inf rows, plain digest recomputed
+    _forge(b, rows_a.assign(config_hash=config_hash(cfgs[1])), b)  # another config's rows
+    capfd.readouterr()
+    again = run_sweep(SMALL, tmp_path, progress=False)
+    err = capfd.readouterr().err
+    assert err.count("digest does not verify") == 2 and "Traceback" not in err
+    pd.testing.assert_frame_equal(again, ref)
+    assert np.isfinite(again["q_pos"]).all() and again["m_ret"].notna().all()
+
+
+def test_a_foreign_file_is_not_read_beyond_its_footer(tmp_path, monkeypatch):
+    """Audit: a 1.8 MB foreign Parquet file named like a config hash was loaded whole (7.1 GB)
+    before its hash was checked. Now only its footer is read."""
+    from fgrpo_theory.sim import sweep
+
+    cfgs = expand_grid(SMALL)
+    big = pd.DataFrame({"x": np.zeros(200_000)})
+    for c in cfgs:
+        big.to_parquet(tmp_path / f"{config_hash(c)}.parquet")
+    read = []
+    real = sweep._read_rows
+    monkeypatch.setattr(sweep, "_read_rows", lambda p: read.append(p) or real(p))
+    run_sweep(SMALL, tmp_path, progress=False)
+    assert read == []
+
+
+def test_a_key_file_this_user_cannot_trust_reuses_nothing(tmp_path, capfd):
+    run_sweep(SMALL, tmp_path, progress=False)
+    key = tmp_path / KEY_NAME
+    os.chmod(key, 0o644)  # readable by others: anyone could forge digests
+    assert folder_key(tmp_path)[0] is None
+    capfd.readouterr()
+    calls = []
+    run_sweep(SMALL, tmp_path, executor=lambda fn, cs: calls.extend(cs) or [fn(c) for c in cs])
+    err = capfd.readouterr().err
+    assert len(calls) == 2 and "cannot be authenticated" in err and "other users" in err
+    key.unlink()
+    key.symlink_to(_victim(tmp_path))
+    assert folder_key(tmp_path)[0] is None  # a symlink is never followed
+
+
+def test_figure_table_cache_is_verified_and_best_effort(tmp_path, monkeypatch, capfd):
+    from fgrpo_theory_experiments import cache
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "c"))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0]})
+
+    df, hit = cache.cached("t", {"a": 1}, compute)
+    assert not hit
+    again, hit = cache.cached("t", {"a": 1}, compute)
+    assert hit and len(calls) == 1
+    pd.testing.assert_frame_equal(again, df)
+    path = cache.cache_path("t", {"a": 1}, False)
+    pd.DataFrame({"x": [9.0], "y": [np.nan]}).to_parquet(path)  # forged: no curves
+    capfd.readouterr()
+    again, hit = cache.cached("t", {"a": 1}, compute)
+    assert not hit and len(calls) == 2 and "does not verify" in capfd.readouterr().err
+    pd.testing.assert_frame_equal(again, df)
+    path.write_bytes(b"")  # zero bytes: recomputed, not an error until --force
+    again, hit = cache.cached("t", {"a": 1}, compute)
+    assert not hit and len(calls) == 3
+    # a cache that cannot be written costs one line, not the run
+    monkeypatch.setenv(cache.CACHE_ENV, "/proc/no-cache-here")
+    capfd.readouterr()
+    again, hit = cache.cached("t", {"a": 1}, compute)
+    pd.testing.assert_frame_equal(again, df)
+    assert len(capfd.readouterr().err.strip().splitlines()) == 1
+
+
+def test_owned_private_dir(tmp_path):
+    d = tmp_path / "mine"
+    d.mkdir(mode=0o700)
+    assert owned_private_dir(d) is None
+    os.chmod(d, 0o777)
+    assert "other users can write" in owned_private_dir(d)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "mine")
+    assert owned_private_dir(link) is not None
+
+
+_PROBE = """
+import sys
+from fgrpo_theory import _numba_cache as nc
+print(nc.kernel_cache_dir())
+"""
+
+
+def test_kernel_cache_is_refused_in_a_folder_others_can_write(tmp_path):
+    """Numba's index files are pickles: a cache folder others can write would run their code.
+    Such a folder is refused with one stderr line and a private folder is used instead."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    env = dict(os.environ, FGRPO_THEORY_CACHE_DIR=str(shared), HOME=str(tmp_path / "home"))
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("XDG_CACHE_HOME", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    used = proc.stdout.strip()
+    assert not used.startswith(str(shared))
+    assert proc.stderr.count("\n") == 1 and str(shared) in proc.stderr
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    env["FGRPO_THEORY_CACHE_DIR"] = str(private)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.stdout.strip() == str(private / "numba") and proc.stderr == ""
+
+
+def test_a_missing_home_is_never_created(tmp_path, monkeypatch):
+    from fgrpo_theory_experiments import cache
+
+    home = tmp_path / "no-such-home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    df, hit = cache.cached("t", {}, lambda: pd.DataFrame({"x": [1.0]}))
+    assert not hit and list(df["x"]) == [1.0] and not home.exists()
