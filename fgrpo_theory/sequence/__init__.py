@@ -1,4 +1,4 @@
-"""The sequence rung (issue 24): a decoder-only transformer over token sequences, on CPU.
+"""The sequence rung: a decoder-only transformer over token sequences, on CPU.
 
 A grid-route task family with a verifier and an exactly enumerable answer space
 (:mod:`~fgrpo_theory.sequence.task`, NumPy only), a small transformer

@@ -1,4 +1,4 @@
-"""Exact metrics of the sequence policy by walking the prefix tree of the answer space (issue 24).
+"""Exact metrics of the sequence policy by walking the prefix tree of the answer space.
 
 Every answer of every prompt is one of ``4**L`` move sequences. :func:`answer_logprobs` computes
 the log-probability of all of them with the prompt's keys and values computed once and, at depth

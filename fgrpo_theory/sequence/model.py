@@ -1,4 +1,4 @@
-"""A small decoder-only transformer over prompt + answer tokens (plain PyTorch; issue 24).
+"""A small decoder-only transformer over prompt + answer tokens (plain PyTorch).
 
 Pre-LayerNorm blocks (causal multi-head self-attention, a GELU MLP), learned token and position
 embeddings, and an output head over the four moves only: the policy's next-token distribution

@@ -1,4 +1,4 @@
-"""The RL loop of the sequence rung (issue 24): group sampling, any scheme, the log-prob surrogate.
+"""The RL loop of the sequence rung: group sampling, any scheme, the log-prob surrogate.
 
 One step: draw ``B`` distinct train prompts (NumPy generator), sample ``N`` answers to each at
 temperature 1 from the current policy (inverse-CDF draws from a seeded ``torch.Generator``, the

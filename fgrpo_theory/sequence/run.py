@@ -1,4 +1,4 @@
-"""One sequence-rung run: task, SFT (cached), RL, exact evaluation; the tidy table (issue 24).
+"""One sequence-rung run: task, SFT (cached), RL, exact evaluation; the tidy table.
 
 :func:`run_sequence` is the one library call behind ``fgrpo-theory sequence``. Rows: one per
 logged step x split (``train``, ``test``), with the population model's columns

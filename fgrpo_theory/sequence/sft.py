@@ -1,4 +1,4 @@
-"""Supervised fine-tuning from scratch on a biased teacher, deterministic and cached (issue 24).
+"""Supervised fine-tuning from scratch on a biased teacher, deterministic and cached.
 
 The teacher (:func:`fgrpo_theory.sequence.task.teacher_probabilities`) puts weight
 ``exp(-teacher_beta * turns)`` on each correct answer of a train prompt, so the model it trains

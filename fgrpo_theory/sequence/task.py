@@ -1,4 +1,4 @@
-"""The grid-route task family of the sequence rung (issue 24): prompts, answers and a verifier.
+"""The grid-route task family of the sequence rung: prompts, answers and a verifier.
 
 A prompt is a small grid puzzle: walk from a start cell to a goal cell that lies ``a`` steps
 away horizontally (direction ``h``, left or right) and ``b = L - a`` steps vertically (direction

@@ -1,4 +1,4 @@
-"""Theory checks at the sequence level (issue 24): Lemma 3.1 with the model's own mu and tau.
+"""Theory checks at the sequence level: Lemma 3.1 with the model's own mu and tau.
 
 Lemma 3.1 (theory.md section 2): a group of ``N`` i.i.d. rollouts of a prompt with correct mass
 ``mu`` and rare-set mass ``tau`` is active yet draws no rare correct answer with probability
