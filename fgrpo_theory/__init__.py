@@ -42,6 +42,12 @@ Closed forms: advantages and focal weights (fgrpo_theory.advantages)
    lr_multiplier                         -- m_gamma of appendix N
    effective_lr_multiplier               -- focal step-size factor on a population (section 13)
 
+Training schemes (fgrpo_theory.schemes; docs/theory.md section 15)
+-------------------------------------------------------------------
+   parse_scheme                          -- a scheme spec ('maxrl', 'trl+focal:gamma=1') parsed
+   Scheme                                -- advantage term + focal weight + regularizers
+   SCHEMES                               -- the registry: every scheme, one entry each
+
 Closed forms: pass@k (fgrpo_theory.passk)
 -----------------------------------------
    pass_at_k                             -- unbiased estimator 1 - C(n-c, k) / C(n, k)
@@ -140,9 +146,9 @@ Significance (fgrpo_theory.significance)
 
 Submodules
 ----------
-``tail_miss``, ``advantages``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``, ``fair``,
-``population``, ``diagnose``, ``significance``, ``distributed``, ``validation``, ``plotting``
-(matplotlib; import it explicitly).
+``tail_miss``, ``advantages``, ``schemes``, ``passk``, ``policy``, ``tables``, ``mass``, ``sim``,
+``fair``, ``population``, ``diagnose``, ``significance``, ``distributed``, ``validation``,
+``plotting`` (matplotlib; import it explicitly).
 """
 
 __doc__ = f"{__doc__ or ''}{_CATALOGUE}"
@@ -169,6 +175,7 @@ _LAZY: dict[str, str] = _names_by_module(_CATALOGUE)
 _SUBMODULES = (
     "tail_miss",
     "advantages",
+    "schemes",
     "passk",
     "policy",
     "tables",

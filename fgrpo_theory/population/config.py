@@ -87,10 +87,11 @@ class PopulationConfig:
         Prompts per batch (B <= P), rollouts per prompt, optimizer steps.
     compute_budget : int or None
         Compute-matched mode: B = compute_budget // N (so B x N is fixed across N).
-    algo, rule, advantage, gamma, rewards
-        As in the single-prompt simulator: ``algo`` in {"grpo", "dapo", "cispo"} (GRPO and DAPO:
-        PPO clipped surrogate, clip-higher for DAPO; CISPO: clipped importance weights under a
-        stop-gradient, P-15, P-16).
+    algo, rule, advantage, gamma, rewards, scheme
+        As in the single-prompt simulator (``scheme``: a spec of :mod:`fgrpo_theory.schemes`,
+        folded and validated as :class:`~fgrpo_theory.sim.SimConfig` does it): ``algo`` in
+        {"grpo", "dapo", "cispo"} (GRPO and DAPO: PPO clipped surrogate, clip-higher for DAPO;
+        CISPO: clipped importance weights under a stop-gradient, P-15, P-16).
     inner_updates : int
         Optimizer steps per sampled batch (PPO epochs), 1 .. 1000 as in the simulator. The batch
         (B prompts, N rollouts each) is drawn under the current policy; each of the
@@ -179,6 +180,7 @@ class PopulationConfig:
     log_every: int = 50
     pass_k: tuple[int, ...] = (1, 4, 16, 64, 256, 1024)
     buckets: tuple[float, ...] = (0.2, 0.5, 0.8)
+    scheme: str = ""
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -268,6 +270,31 @@ class PopulationConfig:
         from ..advantages import get_convention
 
         get_convention(self.advantage)  # its one-line error names advantage and the value
+        # the training scheme: folded and checked by the simulator's rule (one rule, one message)
+        folded = self._algorithm_scheme()
+        s(self, "advantage", folded.advantage)
+        s(self, "gamma", folded.gamma)
+        s(self, "scheme", folded.scheme)
+
+    def _algorithm_scheme(self):
+        """A :class:`~fgrpo_theory.sim.SimConfig` holding this config's scheme fields, folded
+        (a convention spec becomes ``advantage`` + ``gamma``) and validated by the simulator."""
+        from ..sim.config import SimConfig
+
+        rc, rw = self.rewards
+        return SimConfig(
+            advantage=self.advantage,
+            gamma=self.gamma,
+            scheme=self.scheme,
+            r_correct=rc,
+            r_incorrect=rw,
+        )
+
+    def training_scheme(self):
+        """The effective :class:`~fgrpo_theory.schemes.Scheme` of this config."""
+        from ..schemes import scheme_from_fields
+
+        return scheme_from_fields(self.scheme, self.advantage, self.gamma)
 
     def to_dict(self) -> dict[str, Any]:
         """Fields as plain Python values (tuples become lists), for TOML, JSON and hashing."""
@@ -404,6 +431,8 @@ def population_config_hash(cfg: PopulationConfig) -> str:
     from .. import __version__
 
     d = cfg.to_dict()
+    if not d["scheme"]:  # added after hashes were in use: an empty value keeps the older hashes
+        del d["scheme"]
     for nm in ("pass_rates", "correctness"):
         v = getattr(cfg, nm)
         if v is not None and Path(v).is_file():

@@ -48,17 +48,10 @@ _SPARSE = True
 
 def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
     """Per-X advantages of a correct / incorrect rollout, focal weight included (P-12, P-13)."""
-    from ..advantages import binary_advantages, focal_weight
     from ..sim.runner import _zero_sum
 
-    X = np.arange(cfg.N + 1)
     rc, rw = cfg.rewards
-    a_c, a_w = binary_advantages(X, cfg.N, cfg.advantage, r_correct=rc, r_incorrect=rw)
-    g = focal_weight(X / cfg.N, cfg.gamma)
-    a_c = np.ascontiguousarray(np.asarray(a_c, dtype=float) * g)
-    a_w = np.ascontiguousarray(np.asarray(a_w, dtype=float) * g)
-    if not (np.isfinite(a_c).all() and np.isfinite(a_w).all()):
-        fail("advantage", cfg.advantage, f"finite for N = {cfg.N}")
+    a_c, a_w = cfg.training_scheme().tables(cfg.N, rc, rw)
     return a_c, a_w, _zero_sum(a_c, a_w, cfg.N)
 
 
@@ -274,4 +267,5 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
     for c in CONFIG_COLUMNS:
         df[c] = cfgd[c]
     df["config_hash"] = h
+    df["scheme"] = cfg.training_scheme().spec
     return df

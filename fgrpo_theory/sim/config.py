@@ -281,6 +281,15 @@ class SimConfig:
         only (``backend = "auto"`` then picks dense); refused where float32 cannot be trusted,
         see ``docs/precision.md``. Enters ``config_hash`` only when not float64; every output
         row has a ``precision`` column.
+    scheme : str
+        A training scheme spec of :mod:`fgrpo_theory.schemes` (``"maxrl"``,
+        ``"w-reinforce:lambda=0.1"``, ``"trl+focal:gamma=1"``, ...), or ``""`` (the default):
+        the scheme is then ``advantage`` with focal ``gamma``. A spec that is a convention with
+        an optional focal term is stored as those two fields (so ``"focal:gamma=1"`` and
+        ``gamma = 1`` are one config, one hash); any other is stored in canonical form, and
+        ``advantage`` and ``gamma`` must then stay at their defaults (one scheme per config).
+        Enters ``config_hash`` only when not empty; every output row has a ``scheme`` column
+        (the effective canonical spec).
     """
 
     K: int = 6
@@ -321,6 +330,7 @@ class SimConfig:
     dual_clip: float | None = None
     ds_range: tuple[float, float] | None = None
     precision: str = "float64"
+    scheme: str = ""
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -355,6 +365,7 @@ class SimConfig:
         presets = [p for p in PRESETS if p not in REMOVED_PRESETS]
         s(self, "advantage", _as_choice("advantage", self.advantage, presets))
         s(self, "gamma", check_scalar("gamma", self.gamma, lo=0.0))
+        self._fold_scheme()
         s(self, "optimizer", _as_choice("optimizer", self.optimizer, OPTIMIZERS))
         s(self, "lr", check_scalar("lr", self.lr, lo=0.0, lo_open=True))
         s(self, "weight_decay", check_scalar("weight_decay", self.weight_decay, lo=0.0))
@@ -391,6 +402,13 @@ class SimConfig:
             fail("name", self.name, "a string")
         s(self, "thresholds", _thresholds(self.thresholds))
         s(self, "controls", _controls(self.controls))
+        if self.controls and self.scheme:
+            fail(
+                "controls",
+                ",".join(self.controls),
+                f"empty for scheme {self.scheme!r} (the matched controls are built for a focal "
+                "weight on a convention; compare schemes with fair.progress instead)",
+            )
         if self.controls and self.gamma == 0:
             fail(
                 "controls",
@@ -415,6 +433,43 @@ class SimConfig:
                 "dense unless optimizer = sgd, rule = logprob, inner_updates = 1 and "
                 "weight_decay = 0 (only then do unsampled logits stay put)",
             )
+
+    def _fold_scheme(self) -> None:
+        """Validate ``scheme`` and store it canonically (see the field's documentation)."""
+        if self.scheme is None or self.scheme == "":
+            object.__setattr__(self, "scheme", "")
+            return
+        from ..schemes import parse_scheme
+
+        sch = parse_scheme(self.scheme)
+        if self.advantage != "grpo" or self.gamma != 0.0:
+            fail(
+                "scheme",
+                self.scheme,
+                "the only scheme of a config: leave advantage and gamma at their defaults "
+                f"(advantage = {self.advantage!r}, gamma = {format_value(self.gamma)}; write "
+                "e.g. 'trl+focal:gamma=1')",
+            )
+        if sch.base.name in REMOVED_PRESETS:
+            fail(
+                "scheme",
+                self.scheme,
+                f"a current preset (it is now {REMOVED_PRESETS[sch.base.name]!r})",
+            )
+        check_sim_scheme(sch)
+        if sch.is_convention:
+            object.__setattr__(self, "advantage", sch.base.name)
+            object.__setattr__(self, "gamma", float(sch.gamma))
+            object.__setattr__(self, "scheme", "")
+        else:
+            object.__setattr__(self, "scheme", sch.spec)
+
+    def training_scheme(self):
+        """The effective :class:`~fgrpo_theory.schemes.Scheme` (``scheme``, else ``advantage``
+        with focal ``gamma``)."""
+        from ..schemes import scheme_from_fields
+
+        return scheme_from_fields(self.scheme, self.advantage, self.gamma)
 
     # ----------------------------------------------------------------------------------------
     @classmethod
@@ -528,6 +583,16 @@ def check_dynamic_sampling(value: Any, ds_range: Any) -> tuple[str, tuple[float,
         if ds != "openrlhf":
             fail("ds_range", list(ds_range), "None unless dynamic_sampling = 'openrlhf'")
     return ds, ds_range
+
+
+def check_sim_scheme(sch: Any) -> None:
+    """Refuse a scheme the simulators cannot run: one without a per-X table (a batch-scoped
+    convention) unless the kernels implement it (likelihood-aware schemes, regularizers)."""
+    if sch.needs_logprobs or sch.regularizers:
+        what = "likelihood-aware schemes" if sch.needs_logprobs else "regularizers"
+        fail("scheme", sch.spec, f"a binary group scheme (the simulators do not run {what} yet)")
+    if not sch.has_table:
+        fail("scheme", sch.spec, "a group-scoped scheme (a batch std has no per-X table)")
 
 
 def _ds_range(value: Any) -> tuple[float, float]:

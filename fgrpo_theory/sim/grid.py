@@ -133,7 +133,7 @@ def load_config(path: str | Path) -> list[SimConfig]:
 
 
 #: Fields left out of :func:`config_hash` while empty (added after hashes were in use).
-_HASH_OMIT_IF_EMPTY = ("thresholds", "controls")
+_HASH_OMIT_IF_EMPTY = ("thresholds", "controls", "scheme")
 #: Fields left out of :func:`config_hash` while at their default (added after hashes were in use).
 _HASH_OMIT_IF_DEFAULT = {"precision": "float64"}
 

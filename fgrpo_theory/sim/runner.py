@@ -75,7 +75,8 @@ def choose_backend(cfg: SimConfig, adv_c: np.ndarray, adv_w: np.ndarray) -> str:
         if not ok:
             from .._validate import fail
 
-            fail("backend", "sumtree", f"dense for advantage {cfg.advantage!r} (not zero-sum)")
+            label = f"scheme {cfg.scheme!r}" if cfg.scheme else f"advantage {cfg.advantage!r}"
+            fail("backend", "sumtree", f"dense for {label} (not zero-sum)")
         return "sumtree"
     if not ok or cfg.sampler == "sorted":
         return "dense"
@@ -95,7 +96,6 @@ def choose_sampler(cfg: SimConfig) -> str:
 
 def prepare(cfg: SimConfig) -> dict:
     """Arrays and scalars the kernels need (validated config in, NumPy arrays out)."""
-    from ..advantages import binary_advantages, focal_weight
     from ..policy import probabilities
 
     K, N = cfg.K, cfg.N
@@ -109,17 +109,8 @@ def prepare(cfg: SimConfig) -> dict:
     submask = np.zeros((len(names), K), dtype=np.uint8)
     for j, nm in enumerate(names):
         submask[j, parse_index_set(cfg.subsets[nm], K, f"subsets.{nm}")] = 1
-    X = np.arange(N + 1)
-    adv_c, adv_w = binary_advantages(
-        X, N, cfg.advantage, r_correct=cfg.r_correct, r_incorrect=cfg.r_incorrect
-    )
-    g = focal_weight(X / N, cfg.gamma)  # P-12 on mu_hat = X/N (P-11); A_F = g A (P-13)
-    adv_c = np.ascontiguousarray(np.asarray(adv_c, dtype=float) * g)
-    adv_w = np.ascontiguousarray(np.asarray(adv_w, dtype=float) * g)
-    if not (np.all(np.isfinite(adv_c)) and np.all(np.isfinite(adv_w))):
-        from .._validate import fail
-
-        fail("advantage", cfg.advantage, f"finite for N = {N}")
+    # per-X tables of the scheme, focal weight included (P-12, P-13; schemes/base.py)
+    adv_c, adv_w = cfg.training_scheme().tables(N, cfg.r_correct, cfg.r_incorrect)
     if cfg.precision == "float32":
         from .precision import check_float32
 
@@ -459,6 +450,7 @@ def simulate(
         for nm in names:
             cols[f"kept_tail_miss_{nm}"] = cols[f"tail_miss_{nm}"]
     cols["precision"] = cfg.precision  # (last, so earlier columns keep their positions)
+    cols["scheme"] = cfg.training_scheme().spec
     log = pd.DataFrame(cols)
     if not tables:
         return log
@@ -486,6 +478,7 @@ def simulate(
         tcols[f"nll_rise_{nm}"] = tf[:, m_nll(n_sub) + j] - start[m_nll(n_sub) + j]
     tcols.update(constants(R * n_thr))
     tcols["precision"] = np.full(R * n_thr, cfg.precision, dtype=object)
+    tcols["scheme"] = np.full(R * n_thr, cfg.training_scheme().spec, dtype=object)
     return SimTables(log, pd.DataFrame(tcols))
 
 
