@@ -193,9 +193,9 @@ def scheme_tables(spec: str, N: int) -> tuple[np.ndarray, np.ndarray]:
 
     ``spec`` is a scheme spec (the registry of :mod:`fgrpo_theory.schemes`).
     """
-    from ._scheme_compat import get_scheme
+    from .schemes import parse_scheme
 
-    a_c, a_w = get_scheme(spec).tables(N, r_correct=1.0, r_incorrect=0.0)
+    a_c, a_w = parse_scheme(spec).tables(N, r_correct=1.0, r_incorrect=0.0)
     return np.asarray(a_c, dtype=float), np.asarray(a_w, dtype=float)
 
 
@@ -261,7 +261,9 @@ def plan_table(
                 fail("N", int(n), f"a divisor of budget = {budget} (B = budget / N)")
     rhos = [float(check_scalar("rho", r, lo=0, hi=1, lo_open=True, hi_open=True))
             for r in np.atleast_1d(rho)]  # fmt: skip
-    specs = [schemes] if isinstance(schemes, str) else list(schemes)
+    from .schemes import parse_scheme
+
+    specs = [parse_scheme(s).spec for s in ([schemes] if isinstance(schemes, str) else schemes)]
     rules = [dynamic_sampling] if isinstance(dynamic_sampling, str) else list(dynamic_sampling)
     for r in rules:
         if r not in DS_RULES:

@@ -28,9 +28,9 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
 
 def _mean_abs_adv(spec: str, rewards: np.ndarray) -> np.ndarray:
     """Mean |advantage| of each group under a scheme, from its advantages of the 0/1 rewards."""
-    from .._scheme_compat import get_scheme
+    from ..schemes import parse_scheme
 
-    scheme = get_scheme(spec)
+    scheme = parse_scheme(spec)
     adv = np.asarray(scheme.advantages(rewards, correct=rewards > 0.5), dtype=float)
     return np.abs(adv).mean(axis=1)
 
@@ -40,7 +40,11 @@ def _checks_plan(reps: int) -> list[CheckRow]:
     from ..sim.config import ds_keep_table
 
     rows: list[CheckRow] = []
-    cases = [("beta:2,5", 8, 0.05, "focal:gamma=1"), ("beta:0.5,0.5", 4, 0.2, "focal:gamma=0.5")]
+    cases = [
+        ("beta:2,5", 8, 0.05, "focal:gamma=1"),
+        ("beta:0.5,0.5", 4, 0.2, "focal:gamma=0.5"),
+        ("beta:1,3", 6, 0.1, "maxrl"),
+    ]
     for i, (spec, N, rho, scheme) in enumerate(cases):
         d = parse_difficulty(spec)
         tab = plan_table(d, [N], rho=[rho], schemes=[scheme], B=4)
