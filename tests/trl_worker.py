@@ -102,7 +102,7 @@ def main(OUT: str, SCALE: str, SCHEME: str) -> None:
         per_device_eval_batch_size=3 if WORLD == 2 else 4,
         num_iterations=2,
         max_completion_length=5,
-        max_steps=3,
+        max_steps=5,  # generations at steps 0 and 4 (steps_per_generation 2 x num_iterations 2)
         learning_rate=1e-3,
         scale_rewards=SCALE,
         reward_weights=[1.0, 0.5],

@@ -23,7 +23,8 @@ def correct_mask(xp: Any, r: Any, correct: Any, spec: str) -> Any:
             fail("correct", getattr(mask, "dtype", type(mask).__name__), "a boolean array")
         if tuple(mask.shape) != tuple(r.shape):
             fail("correct", f"shape {tuple(mask.shape)}", f"the shape of rewards {tuple(r.shape)}")
-        return _like(xp, r, mask) if _is_array(mask) else mask
+        # on the rewards' device; _like casts to their float dtype, so cast back to bool
+        return xp.astype(_like(xp, r, mask), xp.bool) if _is_array(mask) else mask
     outside = (r != 0) & (r != 1)
     if bool(xp.any(outside)):
         fail(
