@@ -10,6 +10,7 @@ processes and evaluation groups of num_generations_eval = 2 do too. Two reward f
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -19,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("torch")
@@ -143,3 +145,27 @@ def test_trl_one_process_every_scale_rewards_mode(tmp_path):
 def test_trl_two_processes_groups_straddle(tmp_path):
     _run(tmp_path, ["group:focal:gamma=1"], 2)
     _check(tmp_path / "0", "group", 1.0, nproc=2)
+
+
+def test_group_log_callback_read_by_diagnose_from_trl(tmp_path, cli):
+    from fgrpo_theory.integrations.trl import GroupLogCallback
+
+    rng = np.random.default_rng(5)
+    mu = rng.beta(2, 5, 50)
+    log = tmp_path / "groups.jsonl"
+    cb = GroupLogCallback(log)
+    for step in range(4):
+        rows = [dict(prompt=f"q{p}", step=step, n=8, n_correct=int(rng.binomial(8, mu[p])),
+                     weight=1.0, mode="train", scheme="grpo+focal:gamma=1")
+                for p in range(50)]  # fmt: skip
+        rows.append(dict(rows[0], mode="eval"))  # evaluation groups are left out by default
+        cb.add_rows(rows, is_main_process=True)
+        cb.flush()
+    cb.add_rows(rows, is_main_process=False)  # other processes write nothing
+    cb.flush()
+    assert len(log.read_text().splitlines()) == 200
+    r = cli("diagnose", str(log), "--from", "trl", "--bootstrap", "0", "--format", "csv")
+    assert r.code == 0, r.err
+    rep = pd.read_csv(io.StringIO(r.out))
+    val = dict(zip(rep.quantity, rep.value, strict=False))
+    assert val["groups"] == 200 and val["prompts"] == 50 and val["N"] == 8
