@@ -219,7 +219,7 @@ def plan_table(
 ) -> pd.DataFrame:
     """The planning table: one row per (N, dynamic_sampling, rho, scheme), :data:`PLAN_COLUMNS`.
 
-    The quantities of the module docstring (theory.md sections 12 and 13: Lemma 3.1 averaged over
+    The quantities of the module docstring (theory.md section 13, with section 12: Lemma 3.1 over
     prompts, Pr(B | A_N) under dynamic sampling, the population learning-rate multiplier).
 
     Parameters
