@@ -199,8 +199,9 @@ def test_diagnose_reads_a_dump_written_by_verl(tmp_path, cli, capsys):
     assert len(lines) == 480
     # -1/+1 or shaped scores: refused with one line unless a threshold is given
     shaped = tmp_path / "shaped"
-    RayPPOTrainer._write_generations(["q"] * 4, ["a"] * 4, [None] * 4, [0.2, 0.9, 1.0, 0.0], {},
-                                     str(shaped), 1)  # fmt: skip
+    shaped_scores = [0.2, 0.9, 1.0, 0.0, 0.7, 0.1, 0.3, 0.95]
+    RayPPOTrainer._write_generations(["q1"] * 4 + ["q2"] * 4, ["a"] * 8, [None] * 8,
+                                     shaped_scores, {}, str(shaped), 1)  # fmt: skip
     capsys.readouterr()
     bad = cli("diagnose", str(shaped), "--from", "verl")
     assert bad.code == 2 and "--threshold" in bad.err and "\n" not in bad.err.strip()
