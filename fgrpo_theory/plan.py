@@ -294,7 +294,7 @@ def plan_table(
         b = B if B is not None else (budget // n if budget is not None else None)
         for rule in rules:
             keep = ds_keep_table(rule, n).astype(bool)
-            p_keep = 1.0 if keep.all() else float(np.sum(pmf[keep]))
+            p_keep = float(1.0 - np.sum(pmf[~keep]))  # 1 - Pr(dropped): = p_mixed when mixed kept
             flat_kept = float(pmf[0] * keep[0] + pmf[n] * keep[n])
             gens = n / p_keep if p_keep > 0 else np.inf
             for r in rhos:
