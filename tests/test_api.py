@@ -23,9 +23,8 @@ import fgrpo_theory as ft
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Modules that importing the package or calling a closed form must not load.
-HEAVY = (
-    "numba", "matplotlib", "fgrpo_theory.sim", "fgrpo_theory.cli", "typer", "rich", "torch",
-)  # fmt: skip
+HEAVY = ("numba", "matplotlib", "fgrpo_theory.sim", "fgrpo_theory.cli", "typer", "rich",
+         "torch", "trl", "verl", "transformers", "ray", "fgrpo_theory.integrations")  # fmt: skip
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -149,3 +148,10 @@ def test_star_import_gives_every_public_name():
         "assert all(name in globals() for name in ft.__all__)"
     )
     assert "numba" not in _loaded_after(code)
+
+
+def test_integrations_package_and_plan_import_no_trainer():
+    """The integrations' shared helpers and ``plan`` import neither torch nor a trainer."""
+    code = "import fgrpo_theory.integrations.groups, fgrpo_theory.plan, fgrpo_theory.schemes"
+    loaded = _loaded_after(code)
+    assert not {"torch", "trl", "verl", "transformers", "ray"} & set(loaded), loaded

@@ -251,3 +251,10 @@ def test_cli_stdin_json_and_plot(tmp_path, monkeypatch, capsys):
     names = {r["quantity"] for r in out}
     assert {"active_fraction_observed", "active_fraction_predicted", "control_lr"} <= names
     assert plot.stat().st_size > 10_000
+
+
+def test_diagnose_from_unknown_source_and_missing_verl_dump(cli, tmp_path):
+    r = cli("diagnose", str(tmp_path), "--from", "wandb")
+    assert r.code == 2 and "--from must be one of table, verl, trl" in r.err
+    r = cli("diagnose", str(tmp_path), "--from", "verl")
+    assert r.code == 2 and "rollout_data_dir" in r.err and "\n" not in r.err.strip()

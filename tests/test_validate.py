@@ -32,7 +32,9 @@ def test_quick_validation_passes(quick):
     assert list(quick.columns) == COLUMNS
     failed = quick[~quick["passed"]]
     assert failed.empty, failed.to_string()
-    assert set(quick["group"]) == {"tail_miss", "modes", "advantages", "passk", "mass", "schemes"}
+    assert set(quick["group"]) == {
+        "tail_miss", "modes", "advantages", "passk", "mass", "schemes", "plan"
+    }
     assert {"monte_carlo", "enumeration", "quadrature", "scan", "mpmath"} <= set(quick["method"])
     assert len(quick) >= 100
     assert np.isfinite(quick[["closed_form", "estimate", "stderr", "z"]].to_numpy()).all()

@@ -27,7 +27,15 @@ __all__ = ["diagnose_cmd"]
 @app.command("diagnose")
 def diagnose_cmd(
     log: str = typer.Argument(
-        ..., metavar="LOG", help="Log file (.csv, .parquet, .jsonl) or - for standard input."
+        ...,
+        metavar="LOG",
+        help="Log file (.csv, .parquet, .jsonl), - for standard input, or verl's rollout_data_dir.",
+    ),
+    source: str = typer.Option(
+        "table",
+        "--from",
+        help="table (per-group or per-rollout layout), verl (a rollout_data_dir dump) or trl "
+        "(the log of fgrpo_theory.integrations.trl.GroupLogCallback).",
     ),
     columns: str | None = typer.Option(
         None, "--columns", help="Map column names: new=old,... (e.g. n_correct=solved,n=group)."
@@ -74,6 +82,8 @@ def diagnose_cmd(
     multiplier per gamma (with --lr, control_lr).
 
     Example: fgrpo-theory diagnose run.csv --lr 1e-6 --plot run.png
+
+    From verl's rollout dump (trainer.rollout_data_dir): fgrpo-theory diagnose DIR --from verl
     """
     from ..diagnose import diagnose, parse_columns, read_log
 
@@ -91,7 +101,7 @@ def diagnose_cmd(
         if plot.suffix.lower() not in (".png", ".pdf"):
             fail("--plot", str(plot), "a file name ending in .png or .pdf")
         plot = check_output_path(plot, "--plot")
-    groups = read_log(log, columns=col_map, rewards=pair, threshold=threshold)
+    groups = read_log(log, columns=col_map, rewards=pair, threshold=threshold, source_format=source)
     report = diagnose(
         groups,
         rho=rho_v,

@@ -30,7 +30,14 @@ __all__ = [
     "numeric_column",
     "GROUP_COLUMNS",
     "ROLLOUT_COLUMNS",
+    "LOG_SOURCES",
+    "read_verl_dump",
+    "read_trl_log",
 ]
+
+#: Where a log comes from (``--from``): a table in one of the two layouts, verl's rollout dump
+#: (``trainer.rollout_data_dir``), the per-group log of ``fgrpo_theory.integrations.trl``.
+LOG_SOURCES = ("table", "verl", "trl")
 
 GROUP_COLUMNS = ("prompt", "step", "n", "n_correct")
 ROLLOUT_COLUMNS = ("prompt", "step", "reward")
@@ -281,14 +288,79 @@ def to_groups(
     )
 
 
+def read_verl_dump(source: str | Path) -> pd.DataFrame:
+    """verl's rollout dump as a per-rollout table ``prompt, step, reward``.
+
+    verl (``trainer.rollout_data_dir``) writes one JSON Lines file per step, ``<step>.jsonl``,
+    one line per response with its prompt text (``input``), ``score`` (the summed
+    ``token_level_scores``) and ``step``. ``source`` is that directory or one of its files. A
+    group is a prompt at a step: the responses of one prompt share its text (two copies of the
+    same prompt in one batch are merged).
+    """
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            fail("LOG", str(path), "a verl rollout_data_dir with <step>.jsonl files")
+    elif path.is_file():
+        files = [path]
+    else:
+        fail("LOG", str(path), "an existing verl rollout_data_dir or one of its .jsonl files")
+    frames = [read_table(f) for f in files]
+    df = pd.concat(frames, ignore_index=True)
+    missing = [c for c in ("input", "score", "step") if c not in df.columns]
+    if missing:
+        fail("LOG", ", ".join(missing), f"fields of a verl rollout dump (missing; {_listing(df)})")
+    return pd.DataFrame({"prompt": df["input"], "step": df["step"], "reward": df["score"]})
+
+
+def read_trl_log(source: str | Path) -> pd.DataFrame:
+    """The per-group log of ``fgrpo_theory.integrations.trl.GroupLogCallback`` (JSON Lines, one
+    row per group: prompt, step, n, n_correct, weight, mode, scheme); training groups only."""
+    df = read_table(source)
+    if "mode" in df.columns:
+        df = df[df["mode"].astype(str) == "train"].reset_index(drop=True)
+        if len(df) == 0:
+            fail("LOG", str(source), "a log with training groups (mode train)")
+    return df
+
+
+def _binary_pair(df: pd.DataFrame) -> tuple[float, float]:
+    """The reward pair of a verl dump whose scores are 0/1 or -1/+1."""
+    r = numeric_column(df, "reward", integer=False)
+    values = set(np.unique(r).tolist())
+    for pair in ((1.0, 0.0), (1.0, -1.0)):
+        if values <= set(pair):
+            return pair
+    bad = next(v for v in sorted(values) if v not in (0.0, 1.0))
+    fail("score", bad, "0/1 or -1/+1 in a verl dump (give --threshold T or --rewards R_c,R_w)")
+
+
 def read_log(
     source: str | Path,
     *,
     columns: dict[str, str] | None = None,
     rewards: tuple[float, float] | None = None,
     threshold: float | None = None,
+    source_format: str = "table",
 ) -> pd.DataFrame:
-    """:func:`read_table` then :func:`to_groups`: one row per group (prompt, step, n, n_correct)."""
+    """One row per group (prompt, step, n, n_correct) from a log.
+
+    ``source_format`` (``--from``): ``"table"`` (:func:`read_table` then :func:`to_groups`),
+    ``"verl"`` (:func:`read_verl_dump`; scores 0/1 or -1/+1, or ``threshold`` / ``rewards``) or
+    ``"trl"`` (:func:`read_trl_log`).
+    """
+    if source_format not in LOG_SOURCES:
+        fail("--from", source_format, "one of " + ", ".join(LOG_SOURCES))
+    if source_format == "verl":
+        df = read_verl_dump(source)
+        if threshold is None and rewards is None:
+            rewards = _binary_pair(df)
+        return to_groups(df, columns=columns, rewards=rewards, threshold=threshold)
+    if source_format == "trl":
+        return to_groups(
+            read_trl_log(source), columns=columns, rewards=rewards, threshold=threshold
+        )
     return to_groups(read_table(source), columns=columns, rewards=rewards, threshold=threshold)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ._closed import _checks_advantages, _checks_modes, _checks_passk, _checks_tail_miss
 from ._mass import _checks_mass
+from ._plan import _checks_plan
 from ._rows import (  # noqa: F401  (the row helpers are part of the tests' interface)
     BASE_SEED,
     Z_CRIT,
@@ -57,6 +58,7 @@ CHECKS: list[tuple[str, Callable[[int], list[CheckRow]]]] = [
     ("passk", _checks_passk),
     ("mass", _checks_mass),
     ("schemes", _checks_schemes),
+    ("plan", _checks_plan),
 ]
 
 
