@@ -33,7 +33,13 @@ def test_quick_validation_passes(quick):
     failed = quick[~quick["passed"]]
     assert failed.empty, failed.to_string()
     assert set(quick["group"]) == {
-        "tail_miss", "modes", "advantages", "passk", "mass", "schemes", "plan"
+        "tail_miss",
+        "modes",
+        "advantages",
+        "passk",
+        "mass",
+        "schemes",
+        "plan",
     }
     assert {"monte_carlo", "enumeration", "quadrature", "scan", "mpmath"} <= set(quick["method"])
     assert len(quick) >= 100
