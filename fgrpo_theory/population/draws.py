@@ -39,9 +39,11 @@ __all__ = [
     "Arm",
     "arm",
     "population_seeds",
+    "map_configs",
     "map_draws",
     "compare_arms",
     "compare_arms_on_draws",
+    "compare_arms_task",
     "summarize_arms",
     "variance_components",
 ]
@@ -106,6 +108,27 @@ def _call(args: tuple) -> pd.DataFrame:
     return func(cfg, **kw)
 
 
+def map_configs(
+    func: Callable[..., pd.DataFrame],
+    configs: Sequence[PopulationConfig],
+    *,
+    workers: int = 1,
+    **kw: Any,
+) -> list[pd.DataFrame]:
+    """``[func(cfg, **kw) for cfg in configs]``, in ``workers`` processes if > 1 (``func`` must
+    be a top-level function; tasks are handed out one at a time, results kept in order)."""
+    workers = check_integer("workers", workers, 1, 256)
+    tasks = [(func, c, kw) for c in configs]
+    if workers == 1 or len(tasks) <= 1:
+        return [_call(t) for t in tasks]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as ex:
+        return list(ex.map(_call, tasks))
+
+
 def map_draws(
     func: Callable[..., pd.DataFrame],
     base: PopulationConfig,
@@ -120,20 +143,10 @@ def map_draws(
     if not isinstance(base, PopulationConfig):
         fail("config", base, "a PopulationConfig")
     seeds = _check_seeds(population_seeds)
-    workers = check_integer("workers", workers, 1, 256)
-    tasks = [(func, base.replace(population_seed=s), kw) for s in seeds]
-    if workers == 1:
-        frames = [_call(t) for t in tasks]
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as ex:
-            frames = list(ex.map(_call, tasks))
-    out = []
-    for s, df in zip(seeds, frames, strict=True):
-        out.append(df.assign(population_seed=s))
+    frames = map_configs(
+        func, [base.replace(population_seed=s) for s in seeds], workers=workers, **kw
+    )
+    out = [df.assign(population_seed=s) for s, df in zip(seeds, frames, strict=True)]
     return pd.concat(out, ignore_index=True)
 
 
@@ -239,6 +252,13 @@ def compare_arms(
             ctl = final_metrics(base, population=pop)  # unreachable: overflow at every point
         emit(a, "control", ctl, res.lr, info)
     return pd.concat(rows, ignore_index=True)
+
+
+def compare_arms_task(task: tuple, kw: dict) -> pd.DataFrame:
+    """``compare_arms(config, arms, label=label, **kw)`` for ``task = (config, arms, label)``
+    (a top-level function for :func:`map_configs` over several settings and draws)."""
+    cfg, arms, label = task
+    return compare_arms(cfg, arms, label=label, **kw)
 
 
 def compare_arms_on_draws(
