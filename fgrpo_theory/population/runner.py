@@ -312,4 +312,5 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
         df[c] = cfgd[c]
     df["config_hash"] = h
     df["scheme"] = cfg.training_scheme().spec
+    df["population_seed"] = cfg.population_seed  # last: earlier columns keep their positions
     return df
