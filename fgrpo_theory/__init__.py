@@ -47,6 +47,13 @@ Training schemes (fgrpo_theory.schemes; docs/theory.md section 15)
    parse_scheme                          -- a scheme spec ('maxrl', 'trl+focal:gamma=1') parsed
    Scheme                                -- advantage term + focal weight + regularizers
    SCHEMES                               -- the registry: every scheme, one entry each
+   difficulty_profile                    -- H(mu; N): expected update = H grad mu
+   implied_objective                     -- F(mu) with F' = H: what a scheme ascends
+   passk_weights                         -- c_1..c_N: a scheme optimizes sum_k c_k pass@k
+   scheme_lr_multiplier                  -- lr factor matching a scheme's step to GRPO's
+   Beta                                  -- Beta(a, b) difficulty distribution of pass rates
+   scheme_catalog                        -- the registry as a table (scheme list)
+   scheme_profile_table                  -- H, F and c_k over mu (the scheme command)
 
 Closed forms: pass@k (fgrpo_theory.passk)
 -----------------------------------------

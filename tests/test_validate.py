@@ -32,7 +32,7 @@ def test_quick_validation_passes(quick):
     assert list(quick.columns) == COLUMNS
     failed = quick[~quick["passed"]]
     assert failed.empty, failed.to_string()
-    assert set(quick["group"]) == {"tail_miss", "modes", "advantages", "passk", "mass"}
+    assert set(quick["group"]) == {"tail_miss", "modes", "advantages", "passk", "mass", "schemes"}
     assert {"monte_carlo", "enumeration", "quadrature", "scan", "mpmath"} <= set(quick["method"])
     assert len(quick) >= 100
     assert np.isfinite(quick[["closed_form", "estimate", "stderr", "z"]].to_numpy()).all()
@@ -60,6 +60,7 @@ def test_every_library_closed_form_is_covered(quick):
         "E[U2]",
         "Lemma H.1",
         "section 6",
+        "sec. 15",
     ):
         assert needle in text, needle
 
@@ -96,3 +97,23 @@ def test_row_rules():
 def test_full_validation_passes():
     df = run_validation(quick=False)
     assert df["passed"].all(), df[~df["passed"]].to_string()
+
+
+def test_a_wrong_scheme_profile_fails(monkeypatch):
+    """A 1 % error in H(mu; N) is caught by enumeration, 20 % by Monte Carlo (20,000 reps), and
+    1 % in the pass@k weights by the reference values."""
+    from fgrpo_theory.schemes import theory
+    from fgrpo_theory.validation._schemes import _checks_schemes
+
+    good = theory.difficulty_profile
+    monkeypatch.setattr(theory, "difficulty_profile", lambda *a, **k: 1.01 * good(*a, **k))
+    rows = _checks_schemes(20_000)
+    assert not all(r.passed for r in rows if r.method == "enumeration")
+    monkeypatch.setattr(theory, "difficulty_profile", lambda *a, **k: 1.2 * good(*a, **k))
+    rows = _checks_schemes(20_000)
+    assert not all(r.passed for r in rows if r.method == "monte_carlo")
+    monkeypatch.setattr(theory, "difficulty_profile", good)
+    weights = theory.passk_weights
+    monkeypatch.setattr(theory, "passk_weights", lambda *a, **k: weights(*a, **k) * 1.01)
+    rows = _checks_schemes(20_000)
+    assert not all(r.passed for r in rows if r.method in ("reference", "mpmath"))

@@ -18,7 +18,7 @@ from ._app import app
 # (numba, matplotlib, the simulator) inside the command functions.
 from . import tail, focal, passk, mass, simulate  # noqa: E402,F401  isort: skip
 from . import diagnose, compare_passk, population  # noqa: E402,F401  isort: skip
-from . import figures, validate  # noqa: E402,F401  isort: skip
+from . import figures, validate, scheme  # noqa: E402,F401  isort: skip
 
 __all__ = ["app", "main"]
 

@@ -13,7 +13,8 @@ One spec grammar names a scheme everywhere (library, ``--scheme``, config files)
 Modules: :mod:`.base` (the spec grammar, :class:`Scheme`), :mod:`.catalog` (the registry
 ``SCHEMES``), :mod:`.tables` (per-X tables of the binary group schemes), :mod:`.arrays` (the
 array-API advantages), :mod:`.regularizers` (exact entropy and KL terms on a softmax, the k3
-estimator).
+estimator), :mod:`.theory` (section 15: difficulty profile H, implied objective F, pass@k
+weights, learning-rate multiplier), :mod:`.report` (their tidy tables, ``scheme list``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from __future__ import annotations
 from .base import MAX_SPEC_CHARS, Param, Scheme, SchemeDef, Term, parse_scheme, scheme_from_fields
 from .catalog import SCHEMES
 from .regularizers import entropy_term, k3_estimate, k3_logp_gradient, kl_term
+from .report import scheme_catalog, scheme_profile_table
+from .theory import (
+    Beta,
+    difficulty_profile,
+    implied_objective,
+    passk_weights,
+    scheme_lr_multiplier,
+)
 
 __all__ = [
     "SCHEMES",
@@ -35,4 +44,11 @@ __all__ = [
     "kl_term",
     "k3_estimate",
     "k3_logp_gradient",
+    "Beta",
+    "difficulty_profile",
+    "implied_objective",
+    "passk_weights",
+    "scheme_lr_multiplier",
+    "scheme_catalog",
+    "scheme_profile_table",
 ]

@@ -35,6 +35,7 @@ from ._rows import (  # noqa: F401  (the row helpers are part of the tests' inte
     monte_carlo_region_counts,
     monte_carlo_tail_miss,
 )
+from ._schemes import _checks_schemes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +56,7 @@ CHECKS: list[tuple[str, Callable[[int], list[CheckRow]]]] = [
     ("advantages", _checks_advantages),
     ("passk", _checks_passk),
     ("mass", _checks_mass),
+    ("schemes", _checks_schemes),
 ]
 
 
