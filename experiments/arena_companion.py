@@ -61,7 +61,7 @@ def _base(params: Params, N: int, fast: bool):
     subsets = dict(sweep.pop("subsets", {}))
     subsets["one"] = "1"
     sweep.pop("advantage", None)  # the reference enters through the scheme field
-    steps = 40 if fast else params.steps
+    steps = 20 if fast else params.steps
     sweep.update(subsets=subsets, N=N, gamma=0.0, scheme=params.reference, pass_k=[1],
                  seeds=2 if fast else params.seeds, steps=steps, log_every=steps,
                  thresholds=list(params.thresholds))  # fmt: skip
@@ -79,6 +79,8 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
             "nll_rise_one", "nll_rise_rare"]  # fmt: skip
     arms = [a for a in arena_arms() if not a.N]
     arms.insert(1, ArenaArm("grpo-std", scheme="grpo"))  # GRPO with std scaling: X-only too
+    if fast:  # one coefficient per remedy
+        arms = [a for i, a in enumerate(arms) if a.family not in {b.family for b in arms[:i]}]
     for N in params.n_values[:1] if fast else params.n_values:
         base = _base(params, N, fast)
         for i, a in enumerate(arms):

