@@ -85,3 +85,23 @@ def test_variance_components_recover_known_between_and_within():
     se_w = np.sqrt(2 / (D * (S - 1)))  # s.e. of the pooled within variance (normal data)
     assert abs(v["within"] - 1.0) < 4 * se_w
     assert abs(v["between"] - 4.0) < 4 * 4.0 * np.sqrt(2 / (D - 1)) + 0.05
+
+
+def test_arena_arms_are_the_preregistered_grid():
+    from fgrpo_theory.population.arena import arena_arms, missing_reason, population_arms
+
+    arms = arena_arms()
+    names = [a.name for a in arms]
+    assert names[0] == "grpo" and len(names) == len(set(names)) == 31  # docs/arena.md table
+    assert {"focal 0.5", "focal 1", "focal 2", "pkpo 8", "w-reinforce 0.03", "larger-N 32",
+            "unlikeliness 0.25", "kl 0.1", "entropy 0.001"} <= set(names)  # fmt: skip
+    base = PopulationConfig(**SMALL)
+    by = {a.name: a for a in arms}
+    (f1,) = population_arms([by["focal 1"]], base, compute_budget=24)
+    cfg = f1.config(base)
+    assert (cfg.advantage, cfg.gamma, cfg.scheme) == ("grpo", 1.0, "")  # grpo+focal folds
+    (n,) = population_arms([by["larger-N 16"]], base, compute_budget=24)
+    assert (n.config(base).N, n.config(base).B) == (16, 1)  # B x N = 24 // 16 x 16
+    (lo,) = population_arms([by["low-lr m1=0.5"]], base)
+    assert lo.config(base).lr_shared == base.lr_shared * 0.5
+    assert missing_reason(by["maxrl"], base) == ""
