@@ -13,8 +13,8 @@ from ._app import app
 from ._common import OutputFormat, add_sweep_options, check_out, emit, with_progress
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
-_KEYS = ["name", "population_seed", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
-         "lr_prompt", "advantage", "rule"]  # fmt: skip
+_KEYS = ["name", "population_seed", "N", "B", "gamma", "algo", "inner_updates", "ds_fill",
+         "optimizer", "lr_shared", "lr_prompt", "advantage", "rule"]  # fmt: skip
 
 
 @app.command("population")
