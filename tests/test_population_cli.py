@@ -99,3 +99,13 @@ def test_population_algorithm_options(cli, tmp_path):
     ]:
         r = cli(*base, *args)
         assert r.code == 2 and r.err.startswith(msg) and "\n" not in r.err.strip(), r.err
+
+
+def test_population_seeds_option_sweeps_draws(cli):
+    r = cli("population", "--preset", "quick", "--seeds", "1", "--steps", "5",
+            "--population-seeds", "3..4", "--format", "csv")  # fmt: skip
+    assert r.code == 0, r.err
+    summ = pd.read_csv(io.StringIO(r.out))
+    assert sorted(set(summ["population_seed"])) == [3, 4]
+    bad = cli("population", "--preset", "quick", "--population-seeds", "-1")
+    assert bad.code == 2 and "--population-seeds" in bad.err

@@ -20,13 +20,16 @@ def test_population_group_size_fast():
     assert ((snr["snr_theta"] > 0) & (snr["snr_theta"] < 1)).all()
     fig = m.plot(df, m.PARAMS)
     assert len(fig.axes) == 12  # published, shared and tabular Adam, paired differences
-    # the paired row: per-seed focal minus control, read back from the table by hand
+    # the paired row: per-draw focal minus control, read back from the table by hand
     pr = m.paired(df, m.PARAMS)
     r = pr[(pr.sharing == "tabular") & (pr.optimizer == "adam") & (pr.gamma == 1.0)
            & (pr.metric == "pass_at_1") & (pr.control == "control")].iloc[0]  # fmt: skip
     d = df[(df.sharing == "tabular") & (df.optimizer == "adam") & (df.split == "train")
            & (df.bucket == "all") & (df.gamma == 1.0)]  # fmt: skip
-    f = d[d.arm == "focal"].sort_values("seed_index")["pass_at_1"].to_numpy()
-    c = d[d.arm == "control"].sort_values("seed_index")["pass_at_1"].to_numpy()
-    assert r.seeds == 2 and np.array_equal(r.diffs, 100.0 * f - 100.0 * c)
+    assert r.draws == 2 and r.seeds == 2
+    for i, s in enumerate(sorted(d.population_seed.unique())):
+        e = d[d.population_seed == s]
+        f = np.median(100.0 * e[e.arm == "focal"]["pass_at_1"].to_numpy())
+        c = np.median(100.0 * e[e.arm == "control"]["pass_at_1"].to_numpy())
+        assert r.draw_diffs[i] == f - c
     assert r.lo <= r["median"] <= r.hi

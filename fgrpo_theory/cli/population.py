@@ -13,8 +13,8 @@ from ._app import app
 from ._common import OutputFormat, ResultFolder, add_sweep_options, emit, with_progress
 
 _METRICS = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy"]
-_KEYS = ["name", "N", "B", "gamma", "algo", "inner_updates", "ds_fill", "optimizer", "lr_shared",
-         "lr_prompt", "advantage", "scheme", "rule"]  # fmt: skip
+_KEYS = ["name", "population_seed", "N", "B", "gamma", "algo", "inner_updates", "ds_fill",
+         "optimizer", "lr_shared", "lr_prompt", "advantage", "scheme", "rule"]  # fmt: skip
 
 
 @app.command("population")
@@ -47,6 +47,12 @@ def population_cmd(
     ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
+    population_seeds: str | None = typer.Option(
+        None,
+        "--population-seeds",
+        help="Population draws of the same declared distribution: '0..15', '16..31' or '3,7' "
+        "(several make a sweep over population_seed; overrides the config).",
+    ),
     threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
     scheduler: str = opt.SCHEDULER_OPTION,
     out: Path | None = typer.Option(
@@ -90,6 +96,11 @@ def population_cmd(
                 ds_fill=ds_fill, scheme=scheme)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
+    if population_seeds is not None:
+        from ._common import parse_int_list
+
+        ps = [int(v) for v in parse_int_list(population_seeds, "--population-seeds", lo=0)]
+        sweep["population_seed"] = ps if len(ps) > 1 else ps[0]
     cfgs = expand_population_grid(sweep)
     # a sweep's --out folder is created here and removed again if the run fails before writing
     folder = ResultFolder(out, len(cfgs))

@@ -18,7 +18,7 @@ from .config import (
 )
 from .generate import Population, generate_population
 from .matching import match_progress_population
-from .runner import simulate_population
+from .runner import final_metrics, simulate_population
 from .sweep import run_population_sweep
 
 __all__ = [
@@ -32,4 +32,5 @@ __all__ = [
     "population_config_hash",
     "simulate_population",
     "match_progress_population",
+    "final_metrics",
 ]

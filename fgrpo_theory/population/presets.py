@@ -14,6 +14,14 @@ The default population and the reason for each choice (docs/populations.md repea
   single-prompt step, so SGD needs a larger step to move in 300 steps).
 - ``shared``: theta and phi both trained at the same lr (a trainer updates all weights);
   ``tabular``: theta frozen (independent prompts); ``shared-only``: phi frozen.
+
+The second default population, ``headroom-*`` (chosen 2026-11-25 from start-state
+properties only, before any training on it; docs/arena.md): as above but ``mu_0 ~ Beta(0.2, 1)``
+(mean 0.17: many prompts the base model almost never solves) and ``rare_share = 0.6`` (a prompt's
+correct mass mostly on its rare strategies). At the start, over population seeds 0-15: test
+pass@1 median 0.158, pass@256 median 0.689 (0.606-0.738, every draw <= 0.80), 36 % of test
+prompts with mu_0 < 0.005, so pass@256 effects are not capped near 1 (the default population
+starts at pass@256 0.95-0.98).
 """
 
 from __future__ import annotations
@@ -56,6 +64,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     for B in (32, 8)
 }
 PRESETS["default"] = PRESETS["shared-adam"]
+#: the headroom population (module docstring): same model, harder prompts, rare-heavy correct mass
+HEADROOM: dict[str, Any] = dict(mu0=(0.2, 1.0), rare_share=0.6)
+for _s in _SHARING:
+    for _o in _LR:
+        PRESETS[f"headroom-{_s}-{_o}"] = _make(_s, _o, 32, **HEADROOM, name=f"headroom-{_s}-{_o}")
+PRESETS["headroom"] = PRESETS["headroom-shared-adam"]
 PRESETS["quick"] = dict(_BASE, P=64, P_test=64, K=32, B=8, steps=60, seeds=2, log_every=20,
                         lr_shared=0.01, lr_prompt=0.01, name="quick")  # fmt: skip
 

@@ -30,6 +30,7 @@ __all__ = [
     "algorithm_record",
     "bucket_labels",
     "CONFIG_COLUMNS",
+    "final_metrics",
 ]
 
 CONFIG_COLUMNS = (
@@ -119,14 +120,22 @@ def simulate_population(
         Return the raw per-prompt table instead (columns run, step, prompt, split, mu, tau,
         entropy, nll_rare_sum, groups, active, tail_miss, resamples).
     """
-    import numba
-
-    from . import kernel as kn
-
     if not isinstance(config, PopulationConfig):
         fail("config", config, "a PopulationConfig")
     cfg = config
     pop = generate_population(cfg) if population is None else population
+    out_p, out_c, log_steps = _run(cfg, pop, threads, progress)
+    if per_prompt:
+        return _per_prompt_frame(out_p, out_c, log_steps, pop.n_train)
+    return _tidy(cfg, pop, out_p, out_c, log_steps)
+
+
+def _run(cfg: PopulationConfig, pop: Population, threads, progress):
+    """Validate, call the kernel; ``(out_p, out_c, log_steps)``."""
+    import numba
+
+    from . import kernel as kn
+
     n_train = pop.n_train
     if cfg.B > n_train:
         fail("B", cfg.B, f"<= the number of train prompts ({n_train})")
@@ -184,9 +193,7 @@ def simulate_population(
         numba.set_num_threads(old)
     if not np.isfinite(out_p[..., kn.P_MU]).all() or not np.isfinite(out_p[..., kn.P_NLL]).all():
         fail("lr_prompt", cfg.lr_prompt, "small enough that the logits stay finite (overflow)")
-    if per_prompt:
-        return _per_prompt_frame(out_p, out_c, log_steps, n_train)
-    return _tidy(cfg, pop, out_p, out_c, log_steps)
+    return out_p, out_c, log_steps
 
 
 def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
@@ -206,6 +213,60 @@ def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
             groups=cf[:, 0], active=cf[:, 1], tail_miss=cf[:, 2], resamples=cf[:, 3],
         )
     )  # fmt: skip
+
+
+def _metrics(pass_k, out_p, g, n_rare_pairs) -> dict[str, np.ndarray]:
+    """The exact metrics of prompts ``g`` (theory.md section 13), flattened (run, logged step):
+    pass@k, rare coverage@k, rare NLL and its rise from the first logged step, entropy."""
+    from . import kernel as kn
+
+    R, n_log = out_p.shape[:2]
+    mu = out_p[:, :, g, kn.P_MU].clip(0.0, 1.0)  # (R, n_log, n)
+    tau = out_p[:, :, g, kn.P_TAU].clip(0.0, 1.0)
+    d: dict[str, np.ndarray] = {}
+    for k in pass_k:
+        d[f"pass_at_{k}"] = (1.0 - (1.0 - mu) ** k).mean(axis=2).ravel()
+    hr = n_rare_pairs[g] > 0
+    for k in pass_k:
+        if hr.any():
+            cov = (1.0 - (1.0 - tau[:, :, hr]) ** k).mean(axis=2).ravel()
+        else:
+            cov = np.full(R * n_log, np.nan)
+        d[f"coverage_at_{k}"] = cov
+    npairs = n_rare_pairs[g].sum()
+    if npairs > 0:
+        nll = out_p[:, :, g, kn.P_NLL].sum(axis=2) / npairs
+        d["rare_nll"] = nll.ravel()
+        d["rare_nll_rise"] = (nll - nll[:, :1]).ravel()
+    else:
+        d["rare_nll"] = d["rare_nll_rise"] = np.full(R * n_log, np.nan)
+    d["entropy"] = out_p[:, :, g, kn.P_ENT].mean(axis=2).ravel()
+    return d
+
+
+def final_metrics(
+    config: PopulationConfig, *, population: Population | None = None, threads: int | None = 1
+) -> dict[str, dict[str, np.ndarray]]:
+    """Last-step metrics per split and seed, without the tidy table (progress searches).
+
+    ``{"train": {metric: array (seeds,)}, "test": {...}}`` with the metrics of
+    :func:`simulate_population` (bucket "all"), the same numbers bit for bit, computed from a run
+    that logs only step 0 and the last step (the kernel's random streams do not depend on what
+    is logged).
+    """
+    if not isinstance(config, PopulationConfig):
+        fail("config", config, "a PopulationConfig")
+    cfg = config.replace(log_every=config.steps)
+    pop = generate_population(cfg) if population is None else population
+    out_p, _, _ = _run(cfg, pop, threads, None)
+    n_rare_pairs = pop.rare.sum(axis=1).astype(float)
+    P_all = out_p.shape[2]
+    out = {}
+    for split, ids in (("train", np.arange(pop.n_train)), ("test", np.arange(pop.n_train, P_all))):
+        if len(ids):
+            m = _metrics(cfg.pass_k, out_p, ids, n_rare_pairs)
+            out[split] = {k: v.reshape(cfg.seeds, -1)[:, -1] for k, v in m.items()}
+    return out
 
 
 def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
@@ -230,8 +291,6 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
         for lab, g in groups:
             if len(g) == 0:
                 continue
-            mu = out_p[:, :, g, kn.P_MU].clip(0.0, 1.0)  # (R, n_log, n)
-            tau = out_p[:, :, g, kn.P_TAU].clip(0.0, 1.0)
             d = {
                 "run": np.repeat(np.arange(R), n_log),
                 "seed_index": np.repeat(np.arange(R), n_log),
@@ -240,23 +299,8 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
                 "bucket": lab,
                 "n_prompts": len(g),
             }
-            for k in cfg.pass_k:
-                d[f"pass_at_{k}"] = (1.0 - (1.0 - mu) ** k).mean(axis=2).ravel()
+            d.update(_metrics(cfg.pass_k, out_p, g, n_rare_pairs))
             hr = has_rare[g]
-            for k in cfg.pass_k:
-                if hr.any():
-                    cov = (1.0 - (1.0 - tau[:, :, hr]) ** k).mean(axis=2).ravel()
-                else:
-                    cov = np.full(R * n_log, np.nan)
-                d[f"coverage_at_{k}"] = cov
-            npairs = n_rare_pairs[g].sum()
-            if npairs > 0:
-                nll = out_p[:, :, g, kn.P_NLL].sum(axis=2) / npairs
-                d["rare_nll"] = nll.ravel()
-                d["rare_nll_rise"] = (nll - nll[:, :1]).ravel()
-            else:
-                d["rare_nll"] = d["rare_nll_rise"] = np.full(R * n_log, np.nan)
-            d["entropy"] = out_p[:, :, g, kn.P_ENT].mean(axis=2).ravel()
             if split == "train":
                 c = out_c[:, :, g]  # (R, n_log, n, N_CNT)
                 grp = c[..., kn.C_GROUPS].sum(axis=2)
@@ -280,4 +324,5 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
         df[c] = cfgd[c]
     df["config_hash"] = h
     df["scheme"] = cfg.training_scheme().spec
+    df["population_seed"] = cfg.population_seed  # last: earlier columns keep their positions
     return df

@@ -1,0 +1,361 @@
+"""Population experiments over draws of the declared distribution: two-level results.
+
+A population result is a statement about the *distribution* a population is drawn from, not about
+one draw: the experiment trains S seeds on each of D draws (``population_seed`` = s0, s0 + 1, ...,
+every other field of the config kept), matches every control *per draw*, and summarizes with
+medians over draws x seeds, two-level paired bootstrap intervals
+(:func:`fgrpo_theory.fair.two_level_interval`: draws, then seeds, the same indices for both arms),
+the per-draw medians, and a flag where seed outcomes are bimodal (Sarle's coefficient > 5/9: a
+progress match is then ill-conditioned).
+
+- :func:`map_draws` runs a per-draw function on every draw (in worker processes if asked; each
+  draw is deterministic, so the result does not depend on the number of workers);
+- :func:`compare_arms` trains arms (config changes, e.g. a scheme, a learning-rate factor, N at
+  fixed B x N) on one draw and matches each against the reference config progress-matched on
+  train pass@1 (:func:`fgrpo_theory.fair.match_factor` over a factor on both learning rates,
+  started from a fixed grid of the reference, so a match does not depend on the other arms);
+- :func:`summarize_arms` and :func:`variance_components` read the tidy result.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validate import check_integer, fail
+from .config import PopulationConfig
+from .generate import generate_population
+
+__all__ = [
+    "DEFAULT_DRAWS",
+    "DEFAULT_SEEDS_PER_DRAW",
+    "LR_GRID",
+    "Arm",
+    "arm",
+    "population_seeds",
+    "map_configs",
+    "map_draws",
+    "compare_arms",
+    "compare_arms_on_draws",
+    "compare_arms_task",
+    "summarize_arms",
+    "variance_components",
+]
+
+#: Draws and seeds per draw of a population experiment (D >= 16, S >= 4; the measured
+#: variance split that supports them is in docs/populations.md).
+DEFAULT_DRAWS = 16
+DEFAULT_SEEDS_PER_DRAW = 4
+#: Learning-rate factors of the reference evaluated (lazily, and only as needed) to bracket a
+#: progress target; every search starts from the log-linear interpolation on this grid.
+LR_GRID = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
+#: Metrics kept per seed (last step, both splits).
+METRICS = (
+    "pass_at_1", "pass_at_16", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: config field changes against the reference and a factor on both learning rates.
+
+    ``family`` groups the arms of one remedy (e.g. the three coefficients of ``focal``) and
+    ``coef`` is the coefficient's label in that family.
+    """
+
+    name: str
+    changes: tuple[tuple[str, Any], ...] = ()
+    lr_factor: float = 1.0
+    family: str = ""
+    coef: str = ""
+
+    def config(self, base: PopulationConfig) -> PopulationConfig:
+        f = float(self.lr_factor)
+        return base.replace(
+            **dict(self.changes), lr_shared=base.lr_shared * f, lr_prompt=base.lr_prompt * f
+        )
+
+
+def arm(name: str, *, lr_factor: float = 1.0, family: str = "", coef: str = "", **changes) -> Arm:
+    """An :class:`Arm` from keyword changes (``arm("focal 1", scheme="focal:gamma=1")``)."""
+    return Arm(name, tuple(sorted(changes.items())), float(lr_factor), family or name, coef)
+
+
+def population_seeds(first: int = 0, count: int = DEFAULT_DRAWS) -> tuple[int, ...]:
+    """``first, first + 1, ..., first + count - 1`` (count >= 2: an interval needs two draws)."""
+    first = check_integer("population_seeds", first, 0, 2**62)
+    count = check_integer("draws", count, 2, 100_000)
+    return tuple(range(first, first + count))
+
+
+def _check_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence):
+        fail("population_seeds", seeds, "a list of integers >= 0")
+    out = tuple(check_integer("population_seeds", s, 0, 2**62) for s in seeds)
+    if len(out) < 2 or len(set(out)) != len(out):
+        fail("population_seeds", list(seeds), "at least 2 distinct population seeds")
+    return out
+
+
+def _call(args: tuple) -> pd.DataFrame:
+    func, cfg, kw = args
+    return func(cfg, **kw)
+
+
+def map_configs(
+    func: Callable[..., pd.DataFrame],
+    configs: Sequence[PopulationConfig],
+    *,
+    workers: int = 1,
+    **kw: Any,
+) -> list[pd.DataFrame]:
+    """``[func(cfg, **kw) for cfg in configs]``, in ``workers`` processes if > 1 (``func`` must
+    be a top-level function; tasks are handed out one at a time, results kept in order)."""
+    workers = check_integer("workers", workers, 1, 256)
+    tasks = [(func, c, kw) for c in configs]
+    if workers == 1 or len(tasks) <= 1:
+        return [_call(t) for t in tasks]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as ex:
+        return list(ex.map(_call, tasks))
+
+
+def map_draws(
+    func: Callable[..., pd.DataFrame],
+    base: PopulationConfig,
+    population_seeds: Sequence[int],
+    *,
+    workers: int = 1,
+    **kw: Any,
+) -> pd.DataFrame:
+    """``func(base.replace(population_seed=s), **kw)`` for every seed ``s``, concatenated in seed
+    order with a ``population_seed`` column. ``workers`` > 1 runs draws in that many processes
+    (``func`` must be a top-level function); the rows are the same for any ``workers``."""
+    if not isinstance(base, PopulationConfig):
+        fail("config", base, "a PopulationConfig")
+    seeds = _check_seeds(population_seeds)
+    frames = map_configs(
+        func, [base.replace(population_seed=s) for s in seeds], workers=workers, **kw
+    )
+    out = [df.assign(population_seed=s) for s, df in zip(seeds, frames, strict=True)]
+    return pd.concat(out, ignore_index=True)
+
+
+@dataclass
+class _Progress:
+    """Memoized progress of the reference at a learning-rate factor on one draw."""
+
+    base: PopulationConfig
+    pop: Any
+    runs: dict[float, dict] = field(default_factory=dict)
+
+    def metrics(self, c: float) -> dict:
+        if c not in self.runs:
+            from .runner import final_metrics
+
+            cfg = self.base.replace(
+                lr_shared=self.base.lr_shared * c, lr_prompt=self.base.lr_prompt * c
+            )
+            try:
+                self.runs[c] = final_metrics(cfg, population=self.pop)
+            except ValueError:  # the logits overflow at this step size: no progress value
+                self.runs[c] = {}
+        return self.runs[c]
+
+    def __call__(self, c: float) -> float:
+        m = self.metrics(c)
+        # an overflowing step size counts as "more than any target" (it is past the useful range)
+        return float(np.median(m["train"]["pass_at_1"])) if m else math.inf
+
+
+def _start(prog: _Progress, target: float) -> tuple[float, float]:
+    """Bracket ``target`` on :data:`LR_GRID` (walking from 1) and interpolate log c; the start
+    of the search and the bracketing factor (the grid's step where no bracket exists)."""
+    grid = list(LR_GRID)
+    i = grid.index(1.0)
+    q = prog(grid[i])
+    step = -1 if q > target else 1
+    while 0 <= i + step < len(grid):
+        j = i + step
+        qj = prog(grid[j])
+        if (qj > target) != (q > target):
+            lo, hi = sorted(((grid[i], q), (grid[j], qj)))
+            if not math.isfinite(hi[1]) or not math.isfinite(lo[1]):
+                return (lo[0] if math.isfinite(lo[1]) else hi[0]), 1.25
+            w = (target - lo[1]) / (hi[1] - lo[1]) if hi[1] != lo[1] else 0.5
+            return math.exp(math.log(lo[0]) + w * (math.log(hi[0]) - math.log(lo[0]))), 1.25
+        i, q = j, qj
+    return grid[i], 2.0
+
+
+def compare_arms(
+    base: PopulationConfig,
+    arms: Sequence[Arm],
+    *,
+    match: bool = True,
+    tol: float = 5e-4,
+    max_evals: int = 8,
+    label: str = "",
+    verbose: bool = False,
+) -> pd.DataFrame:
+    """Every arm on the draw of ``base`` and its progress-matched reference control.
+
+    The reference is ``base`` itself (for the arena: GRPO). For each arm: its seeds' last-step
+    metrics (``role = "arm"``); with ``match``, the reference at the learning-rate factor c whose
+    median final train pass@1 over the seeds equals the arm's (``role = "control"``,
+    :func:`fgrpo_theory.fair.match_factor` from the interpolation on :data:`LR_GRID`, bracketing
+    step 1.25, ``tol`` on the median, ``max_evals`` evaluations). Columns: ``arm``, ``family``,
+    ``coef``, ``role``, ``seed_index``, ``split``, :data:`METRICS`, ``lr_factor``, ``target``,
+    ``achieved``, ``match_error``, ``matched``, ``monotone``, ``evaluations``.
+    """
+    from ..fair.controls import match_factor
+    from .runner import final_metrics
+
+    pop = generate_population(base)
+    prog = _Progress(base, pop)
+    rows = []
+
+    def emit(a: Arm, role: str, m: dict, c: float, info: dict) -> None:
+        for split, vals in m.items():
+            d = {k: vals[k] for k in METRICS if k in vals}
+            d.update(arm=a.name, family=a.family, coef=a.coef, role=role, split=split,
+                     seed_index=np.arange(len(vals["pass_at_1"])), lr_factor=c, **info)  # fmt: skip
+            rows.append(pd.DataFrame(d))
+
+    for i, a in enumerate(arms):
+        if verbose:
+            print(f"[{label}] draw {base.population_seed}: {a.name} ({i + 1}/{len(arms)})",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        m = final_metrics(a.config(base), population=pop)
+        target = float(np.median(m["train"]["pass_at_1"]))
+        none = dict(target=target, achieved=np.nan, match_error=np.nan, matched=False,
+                    monotone=True, evaluations=0)  # fmt: skip
+        emit(a, "arm", m, a.lr_factor, none)
+        if not match:
+            continue
+        c0, step = _start(prog, target)
+        res = match_factor(prog, target, start=c0, tol=tol, max_evals=max_evals, factor=step)
+        info = dict(target=target, achieved=res.achieved, match_error=res.error,
+                    matched=bool(res.matched), monotone=bool(res.monotone),
+                    evaluations=len(res.evaluations))  # fmt: skip
+        ctl = prog.metrics(res.lr)
+        if not ctl:
+            ctl = final_metrics(base, population=pop)  # unreachable: overflow at every point
+        emit(a, "control", ctl, res.lr, info)
+    return pd.concat(rows, ignore_index=True)
+
+
+def compare_arms_task(task: tuple, kw: dict) -> pd.DataFrame:
+    """``compare_arms(config, arms, label=label, **kw)`` for ``task = (config, arms, label)``
+    (a top-level function for :func:`map_configs` over several settings and draws)."""
+    cfg, arms, label = task
+    return compare_arms(cfg, arms, label=label, **kw)
+
+
+def compare_arms_on_draws(
+    base: PopulationConfig,
+    arms: Sequence[Arm],
+    population_seeds: Sequence[int],
+    *,
+    workers: int = 1,
+    **kw: Any,
+) -> pd.DataFrame:
+    """:func:`compare_arms` on every draw (:func:`map_draws`); rows carry ``population_seed``."""
+    names = [a.name for a in arms]
+    if len(set(names)) != len(names):
+        fail("arms", names, "distinct arm names")
+    return map_draws(compare_arms, base, population_seeds, workers=workers, arms=tuple(arms), **kw)
+
+
+def _grid(d: pd.DataFrame, metric: str) -> np.ndarray:
+    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
+    d = d.sort_values(["population_seed", "seed_index"])
+    D = d["population_seed"].nunique()
+    return d[metric].to_numpy(float).reshape(D, -1)
+
+
+def _bimodal(x: np.ndarray) -> bool:
+    from ..fair.twolevel import BIMODAL_THRESHOLD, bimodality_coefficient
+
+    return x.size >= 4 and bimodality_coefficient(x) > BIMODAL_THRESHOLD
+
+
+def summarize_arms(
+    df: pd.DataFrame,
+    metrics: Sequence[str] = METRICS,
+    *,
+    split: str = "test",
+    scale: dict[str, float] | None = None,
+    n_boot: int = 4_000,
+) -> pd.DataFrame:
+    """Arm minus its matched control per arm and metric, over draws x seeds.
+
+    Columns: ``arm``, ``family``, ``coef``, ``metric``, ``arm_median``, ``control_median``,
+    ``median`` (difference of the pooled medians), ``lo``, ``hi`` (95 % two-level paired
+    bootstrap), ``draw_diffs`` (per-draw difference of medians, draw order), ``draws_up``
+    (draws with a positive difference), ``draws``, ``seeds``, ``bimodal_draws`` (draws whose
+    arm or control train pass@1 over seeds has Sarle's coefficient > 5/9), ``bimodal_pooled``
+    (the same test on every seed's deviation from its draw's median, both arms), and the largest
+    absolute ``match_error``. ``scale`` multiplies a metric (100 for pass@k in points).
+    """
+    from ..fair.twolevel import per_draw_differences, two_level_interval
+
+    scale = {} if scale is None else scale
+    rows = []
+    for name in dict.fromkeys(df["arm"]):
+        e = df[df["arm"] == name]
+        a_tr = e[(e.role == "arm") & (e.split == "train")]
+        c_tr = e[(e.role == "control") & (e.split == "train")]
+        if len(c_tr) == 0:
+            continue
+        ga, gc = _grid(a_tr, "pass_at_1"), _grid(c_tr, "pass_at_1")
+        bim = sum(_bimodal(ga[i]) or _bimodal(gc[i]) for i in range(len(ga)))
+        resid = np.concatenate([(ga - np.median(ga, 1, keepdims=True)).ravel(),
+                                (gc - np.median(gc, 1, keepdims=True)).ravel()])  # fmt: skip
+        pooled = _bimodal(resid)
+        err = float(np.nanmax(np.abs(c_tr["match_error"].to_numpy(float))))
+        unmatched = int((~c_tr.groupby("population_seed")["matched"].first()).sum())
+        for m in metrics:
+            s = float(scale.get(m, 1.0))
+            A = _grid(e[(e.role == "arm") & (e.split == split)], m) * s
+            C = _grid(e[(e.role == "control") & (e.split == split)], m) * s
+            if not (np.isfinite(A).all() and np.isfinite(C).all()):
+                continue
+            est, lo, hi = two_level_interval(A, C, n_boot=n_boot)
+            dd = per_draw_differences(A, C)
+            rows.append(dict(arm=name, family=e.family.iloc[0], coef=e.coef.iloc[0], metric=m,
+                             arm_median=float(np.median(A)), control_median=float(np.median(C)),
+                             median=est, lo=lo, hi=hi, draw_diffs=dd, draws_up=int((dd > 0).sum()),
+                             draws=A.shape[0], seeds=A.shape[1], bimodal_draws=int(bim),
+                             bimodal_pooled=bool(pooled), max_match_error=err,
+                             unmatched_draws=unmatched))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def variance_components(a: Any, b: Any | None = None) -> dict[str, float]:
+    """Between-draw and within-draw variance of a [draws, seeds] grid (of ``a - b`` if given).
+
+    One-way random-effects ANOVA (method of moments): ``within`` = mean over draws of the seed
+    variance, ``between`` = max(0, var of draw means - within / S); ``var_mean_D_S`` = between
+    / D + within / (D S), the variance of the grand mean; ``share_between`` = between / (between
+    + within / S) (the share of a draw mean's variance due to the draw).
+    """
+    x = np.asarray(a, dtype=float) - (0.0 if b is None else np.asarray(b, dtype=float))
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        fail("a", f"shape {x.shape}", "a [draws >= 2, seeds >= 2] grid")
+    D, S = x.shape
+    within = float(x.var(axis=1, ddof=1).mean())
+    between = max(0.0, float(x.mean(axis=1).var(ddof=1)) - within / S)
+    tot = between + within / S
+    return dict(draws=D, seeds=S, between=between, within=within,
+                var_mean_D_S=between / D + within / (D * S),
+                share_between=between / tot if tot > 0 else float("nan"))  # fmt: skip
