@@ -295,15 +295,7 @@ def effective_lr_multiplier(
     if m.size * (n + 1) > MAX_ENUMERATION:
         fail("N", n, f"such that len(mu) * (N + 1) <= {MAX_ENUMERATION} (got len(mu) = {m.size})")
     gm = check_array("gamma", as_real_array("gamma", gamma), lo=0)
-    if weights is None:
-        w = np.full(m.size, 1.0 / m.size)
-    else:
-        w = check_array("weights", as_real_array("weights", weights), lo=0).ravel()
-        if w.size != m.size:
-            fail("weights", f"length {w.size}", f"of the length of mu ({m.size})")
-        if not w.sum() > 0:
-            fail("weights", 0.0, "of positive sum")
-        w = w / w.sum()
+    w = prompt_weights(weights, m.size)
     X = np.arange(n + 1)
     # Pr(X = x) of the mixture; explicit sums (BLAS's order depends on its thread count)
     pmf = (w[:, None] * binom.pmf(X[None, :], n, m[:, None])).sum(axis=0)
@@ -314,3 +306,16 @@ def effective_lr_multiplier(
         fail("mu", m[0] if m.size == 1 else "population", "giving some active group (E|A| > 0)")
     g = np.asarray(focal_weight(X / n, gm.reshape(gm.shape + (1,))))
     return _out((g * (pmf * mean_abs)).sum(axis=-1) / denom)
+
+
+def prompt_weights(weights: Any, n: int) -> np.ndarray:
+    """Per-prompt weights normalized to sum 1: uniform when ``weights`` is None, else non-negative
+    numbers of length ``n`` (one per success rate ``mu``) with a positive sum."""
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = check_array("weights", as_real_array("weights", weights), lo=0).ravel()
+    if w.size != n:
+        fail("weights", f"length {w.size}", f"of the length of mu ({n})")
+    if not w.sum() > 0:
+        fail("weights", 0.0, "of positive sum")
+    return w / w.sum()

@@ -144,20 +144,13 @@ def _difficulty(mu: Any, weights: Any, beta: Any) -> tuple[np.ndarray, np.ndarra
         m, w = beta_atoms(a_, b_, _BETA_NODES)
         return m, w, f"mu ~ Beta({a_:.4g}, {b_:.4g})"
     from .._validate import check_array
+    from ..advantages.closed_form import prompt_weights
     from ..advantages.group import as_real_array
 
     m = check_array("mu", as_real_array("mu", mu), lo=0, hi=1).ravel()
     if m.size == 0:
         fail("mu", "empty", "at least one success rate")
-    if weights is None:
-        w = np.full(m.size, 1.0 / m.size)
-    else:
-        w = check_array("weights", as_real_array("weights", weights), lo=0).ravel()
-        if w.size != m.size:
-            fail("weights", f"length {w.size}", f"of the length of mu ({m.size})")
-        if not w.sum() > 0:
-            fail("weights", 0.0, "of positive sum")
-        w = w / w.sum()
+    w = prompt_weights(weights, m.size)
     what = f"mu = {m[0]:.4g}" if m.size == 1 else f"{m.size} success rates given"
     return m, w, what
 
