@@ -266,6 +266,16 @@ class ResultFolder:
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         if kind is None:
             return
+        if self._created and self.out is not None:
+            # the folder's private key (written before any result) is all a failed run left there
+            from .._trust import KEY_NAME
+
+            key = self.out / KEY_NAME
+            try:
+                if [p.name for p in self.out.iterdir()] == [KEY_NAME] and not key.is_symlink():
+                    key.unlink()
+            except OSError:
+                pass
         for folder in self._created:  # innermost first; a folder holding anything is kept
             try:
                 folder.rmdir()
