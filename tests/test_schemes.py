@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from fgrpo_theory.advantages import focal_advantages, group_advantages
+from fgrpo_theory.advantages import focal_advantages
 from fgrpo_theory.schemes import SCHEMES, parse_scheme
 
 # -- grammar ---------------------------------------------------------------------------------
@@ -175,20 +175,35 @@ def test_array_advantages_gather_the_tables():
     np.testing.assert_allclose(A[0], [0.1, -1, -1, -1])
 
 
-def test_array_conventions_and_focal_match_the_advantages_module():
+def test_array_conventions_by_hand_and_focal_against_the_advantages_module():
+    # hand cases (one group, rewards 1, 0, 0, 0): GRPO's population std is sqrt(3)/4, so the
+    # correct rollout gets 0.75 / (sqrt(3)/4) = sqrt(3) and the others -1/sqrt(3); RLOO gives
+    # 4/3 (r - mean) = 1 and -1/3; Dr.GRPO r - mean = 0.75 and -0.25
+    one = np.array([[1.0, 0.0, 0.0, 0.0]])
+    s3 = np.sqrt(3.0)
+    np.testing.assert_allclose(
+        parse_scheme("grpo").advantages(one), [[s3, -1 / s3, -1 / s3, -1 / s3]]
+    )
+    np.testing.assert_allclose(
+        parse_scheme("rloo").advantages(one), [[1.0, -1 / 3, -1 / 3, -1 / 3]]
+    )
+    np.testing.assert_allclose(
+        parse_scheme("dr-grpo").advantages(one), [[0.75, -0.25, -0.25, -0.25]]
+    )
+    # non-binary rewards: TRL's Bessel std of 0, 1, 2, 3 is sqrt(5/3), plus 1e-4
+    rr = np.array([[0.0, 1.0, 2.0, 3.0]])
+    ref = (rr - 1.5) / (np.sqrt(5.0 / 3.0) + 1e-4)
+    np.testing.assert_allclose(parse_scheme("trl").advantages(rr), ref, rtol=1e-14)
+    # focal with correctness given: the weight (1 - X/N) = 1/2 for X = 2 of 4
+    A = parse_scheme("trl+focal:gamma=1").advantages(rr, correct=rr > 1.5)
+    np.testing.assert_allclose(A, 0.5 * ref, rtol=1e-14)
+    # focal on binary rewards against focal_advantages (its own reading of mu_hat from the pair)
     rng = np.random.default_rng(0)
     r = (rng.random((50, 6)) < 0.4).astype(float)
     for conv in ("grpo", "trl", "dr-grpo", "rloo", "trl-batch"):
-        np.testing.assert_array_equal(parse_scheme(conv).advantages(r), group_advantages(r, conv))
         A = parse_scheme(f"{conv}+focal:gamma=0.5").advantages(r)
         B = focal_advantages(r, 0.5, conv, r_correct=1.0, r_incorrect=0.0)
         np.testing.assert_allclose(A, B, rtol=0, atol=1e-15)
-    # non-binary rewards work for a convention, with correctness given for focal
-    rr = rng.normal(size=(3, 4))
-    np.testing.assert_array_equal(parse_scheme("trl").advantages(rr), group_advantages(rr, "trl"))
-    mask = rr > 0
-    A = parse_scheme("trl+focal:gamma=1").advantages(rr, correct=mask)
-    np.testing.assert_allclose(A, (1 - mask.mean(-1))[:, None] * group_advantages(rr, "trl"))
 
 
 def test_array_refusals():
