@@ -38,6 +38,7 @@ __all__ = [
     "params_key",
     "cache_path",
     "cached",
+    "cached_table",
 ]
 
 #: Environment variable that overrides the cache folder.
@@ -177,6 +178,19 @@ def _verified(path: Path, key: bytes) -> pd.DataFrame | None:
     if not hmac.compare_digest(rows, keyed_digest(key, "rows", text)):
         return None
     return df
+
+
+def cached_table(
+    name: str, params: Any, *, fast: bool = False, code: str = ""
+) -> pd.DataFrame | None:
+    """The verified cached table of ``(name, params, fast, code)``, or None (never computes)."""
+    from fgrpo_theory._trust import folder_key
+
+    path = cache_path(name, params, fast, code)
+    if not path.is_file():
+        return None
+    key, _ = folder_key(path.parent)
+    return None if key is None else _verified(path, key)
 
 
 def cached(

@@ -43,6 +43,7 @@ __all__ = [
     "names",
     "get",
     "RunResult",
+    "stored_problem",
     "run",
 ]
 
@@ -160,6 +161,44 @@ class RunResult:
     cache_hit: bool
     seconds: float
     rows: int
+    #: where the table came from: "stored" (experiments/stored/), "cache" or "computed"
+    source: str = "computed"
+
+
+def _is_stored(mod: ModuleType, fast: bool) -> bool:
+    return bool(getattr(mod, "STORED", False)) and not fast
+
+
+def stored_problem(
+    name: str | Experiment, *, fast: bool = False, recompute: bool = False
+) -> str | None:
+    """Why :func:`run` would refuse ``name`` (a stored experiment whose stored table does not
+    match the code and whose table is not in the user's cache either), else None.
+
+    Cheap: reads the stored file's footer and the cache's, never computes.
+    """
+    from . import stored
+    from .cache import cached_table, module_sources
+
+    exp = name if isinstance(name, Experiment) else get(name)
+    mod = exp.load()
+    if not _is_stored(mod, fast) or recompute:
+        return None
+    code = module_sources(exp.path)
+    st = stored.status(exp.name, mod.PARAMS, code)
+    if st.ok:
+        if stored.load(exp.name, mod.PARAMS, code) is not None:
+            return None
+        st = stored.StoredStatus(
+            exp.name, False, "the stored table is damaged (its rows do not match their digest)"
+        )
+    if cached_table(exp.name, mod.PARAMS, fast=False, code=code) is not None:
+        return None
+    minutes = max(1, round((st.seconds or float(mod.COST_SECONDS)) / 60))
+    return (
+        f"figure {exp.name}: {st.reason}; recompute it with "
+        f"'fgrpo-theory figures {exp.name} --recompute' (about {minutes} min on 2 cores)"
+    )
 
 
 def run(
@@ -169,6 +208,7 @@ def run(
     *,
     fast: bool = False,
     force: bool = False,
+    recompute: bool = False,
     dpi: int = 300,
 ) -> RunResult:
     """Compute (or load from cache) one experiment's table, draw it and save the figure files.
@@ -184,13 +224,19 @@ def run(
     fast : bool
         Reduced settings (fewer seeds, steps or grid points); the figure is marked FAST PREVIEW.
     force : bool
-        Recompute even if a cached table exists (simulations included).
+        Recompute even if a cached table exists (simulations included); implies ``recompute``.
+    recompute : bool
+        For an experiment with ``STORED = True``: compute its full table even when the stored
+        table (:mod:`.stored`) matches, and write the stored file when this is a checkout.
+        Without it, a stored experiment is plotted from its stored table when that matches the
+        code and parameters, else from the user's cache, else ``ValueError`` naming the command
+        that recomputes it (:func:`stored_problem`).
     dpi : int
         Raster resolution (>= 200).
     """
     from fgrpo_theory.plotting import mark_fast_preview, paper_style, save_figure
 
-    from . import _sim
+    from . import _sim, stored
     from .cache import cached, module_sources
 
     exp = name if isinstance(name, Experiment) else get(name)
@@ -198,21 +244,37 @@ def run(
     params = mod.PARAMS
     code = module_sources(exp.path)
     t0 = time.perf_counter()
-    _sim.RESUME = not force  # --force also reruns cached simulations
-    try:
-        df, hit = cached(
-            exp.name,
-            params,
-            lambda: mod.compute(params, fast=fast),
-            fast=fast,
-            force=force,
-            code=code,
-        )
-    finally:
-        _sim.RESUME = True
+    recompute = recompute or force
+    df = None
+    source = "computed"
+    if _is_stored(mod, fast) and not recompute:
+        df = stored.load(exp.name, params, code)
+        source = "stored"
+        if df is None:
+            problem = stored_problem(exp, fast=fast)
+            if problem is not None:
+                raise ValueError(problem)
+    if df is None:
+        _sim.RESUME = not force  # --force also reruns cached simulations
+        try:
+            df, hit = cached(
+                exp.name,
+                params,
+                lambda: mod.compute(params, fast=fast),
+                fast=fast,
+                force=recompute,
+                code=code,
+            )
+        finally:
+            _sim.RESUME = True
+        source = "cache" if hit else "computed"
+        if _is_stored(mod, fast) and recompute and stored.writable():
+            stored.write(exp.name, params, code, df, time.perf_counter() - t0)
     with paper_style():
         fig = mod.plot(df, params)
         if fast:
             mark_fast_preview(fig)
         paths = save_figure(fig, Path(out_dir) / exp.name, formats, dpi=dpi)
-    return RunResult(exp.name, tuple(paths), hit, time.perf_counter() - t0, len(df))
+    return RunResult(
+        exp.name, tuple(paths), source != "computed", time.perf_counter() - t0, len(df), source
+    )

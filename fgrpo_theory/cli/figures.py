@@ -38,10 +38,20 @@ def figures_cmd(
     fast: bool = typer.Option(
         False, "--fast", help="Fewer seeds, steps and grid points; figures marked FAST PREVIEW."
     ),
-    force: bool = typer.Option(False, "--force", help="Recompute cached data."),
+    force: bool = typer.Option(
+        False, "--force", help="Recompute cached data (simulations and stored tables included)."
+    ),
+    recompute: bool = typer.Option(
+        False,
+        "--recompute",
+        help="Recompute the stored tables of long experiments (and store them in a checkout).",
+    ),
     dpi: int = typer.Option(300, "--dpi", help="PNG resolution, 200 to 2400."),
 ) -> None:
     """Regenerate the figures of the analysis (tables cached in the user's cache folder).
+
+    Long experiments plot from their stored tables (experiments/stored/, checked against the
+    code that runs); --recompute computes them again.
 
     The cache folder is $FGRPO_THEORY_CACHE_DIR, else $XDG_CACHE_HOME/fgrpo-theory, else
     ~/.cache/fgrpo-theory. Extra figure modules are found in the folders listed in
@@ -90,6 +100,10 @@ def figures_cmd(
     if "all" in selected and names != ["all"]:
         fail("NAMES", "all", "used alone")
     exps = [registry.get(n) for n in selected]  # validate every name before running anything
+    for exp in exps:  # and refuse a stale stored table before computing anything
+        problem = registry.stored_problem(exp, fast=fast, recompute=recompute or force)
+        if problem is not None:
+            raise ValueError(problem)
     formats = _parse_formats(figure_format)
     if not 200 <= dpi <= 2400:
         fail("--dpi", dpi, "in [200, 2400]")
@@ -107,8 +121,10 @@ def figures_cmd(
     for i, exp in enumerate(exps, 1):
         n = exp.name
         with console.status(f"[{i}/{len(exps)}] {n} ..."):
-            res = registry.run(exp, out_dir, formats, fast=fast, force=force, dpi=dpi)
-        src = "cached" if res.cache_hit else "computed"
+            res = registry.run(
+                exp, out_dir, formats, fast=fast, force=force, recompute=recompute, dpi=dpi
+            )
+        src = {"cache": "cached"}.get(res.source, res.source)
         files = ", ".join(p.name for p in res.paths)
         console.print(f"[{i}/{len(exps)}] {n}: {src}, {res.seconds:.1f} s -> {out_dir}/ {files}")
     console.print(f"done: {len(exps)} figure(s) in {time.perf_counter() - t_all:.1f} s")
