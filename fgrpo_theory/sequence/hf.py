@@ -40,7 +40,8 @@ class TinyDecoderConfig(PretrainedConfig):
     the task's vocabulary size and the longest sequence."""
 
     model_type = "fgrpo-tiny-decoder"
-    attribute_map = {"hidden_size": "d_model"}
+    attribute_map = {"hidden_size": "d_model", "num_hidden_layers": "n_layers",
+                     "num_attention_heads": "n_heads"}  # fmt: skip
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
@@ -52,6 +53,7 @@ class TinyDecoderConfig(PretrainedConfig):
     eos_token_id: int | None = SEP  # never generated: its logit is MASKED_LOGIT
     pad_token_id: int | None = PAD
     tie_word_embeddings: bool = False
+    use_cache: bool = False  # no key/value cache: generate() feeds the whole sequence
 
     @property
     def auto_map(self) -> dict:
@@ -196,16 +198,18 @@ def grpo_trainer(
     ids,
     N: int,
     *,
-    moves: torch.Tensor | None = None,
+    moves=None,
     output_dir: str,
     **config,
 ):
     """A ``trl.GRPOTrainer`` on ``model`` whose one batch is the prompts ``ids`` x ``N``
     completions: the dataset holds exactly these prompts, in order, unshuffled, so TRL's step
     sees the groups of :func:`fgrpo_theory.sequence.rl.rl_step` in the same order. With
-    ``moves`` [B, N, L] the completions are these (TRL's ``rollout_func``), else TRL generates
-    them itself (``model.generate``, temperature 1). ``config``: GRPOConfig fields (learning rate,
-    ``loss_type``, ``scale_rewards``, ``beta``, ...)."""
+    ``moves`` [B, N, L] (or a function returning them, called at every generation) the
+    completions are these (TRL's ``rollout_func``), else TRL generates them itself
+    (``model.generate``, temperature 1). ``config``: GRPOConfig fields (learning rate,
+    ``loss_type``, ``scale_rewards``, ``beta``, ...). TRL's default ``bf16=True`` autocast is
+    turned off (``bf16=False``): both sides compute in float32."""
     import numpy as np
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -223,14 +227,15 @@ def grpo_trainer(
     args = GRPOConfig(output_dir=output_dir, **base)
     rollout = None
     if moves is not None:
-        flat = moves.reshape(B * N, L).tolist()
         want = [prompt_text(prompts, i) for i in ids for _ in range(N)]
+        ptok = [[int(t) for t in prompts.tokens[i]] for i in ids for _ in range(N)]
 
         def rollout(texts, trainer):  # noqa: ARG001
             if list(texts) != want:
                 raise ValueError("TRL asked for other prompts than the ones sampled")
-            ptok = [[int(t) for t in prompts.tokens[i]] for i in ids for _ in range(N)]
-            return {"prompt_ids": ptok, "completion_ids": flat, "logprobs": None}
+            m = moves() if callable(moves) else moves
+            return {"prompt_ids": ptok, "completion_ids": m.reshape(B * N, L).tolist(),
+                    "logprobs": None}  # fmt: skip
 
     return GRPOTrainer(model=model, reward_funcs=reward_function(prompts), args=args,
                        train_dataset=ds, processing_class=make_tokenizer(prompts.task),
