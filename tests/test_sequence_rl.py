@@ -279,3 +279,18 @@ def test_likelihood_schemes_get_the_sequence_logprobs(sft_model):
     # unlikeliness runs too (ranks of the same log-probabilities)
     cfg = RLConfig(B=3, N=6, scheme="unlikeliness", optimizer="sgd", lr=0.0)
     rl_step(model, make_optimizer(model, cfg), p, ids, cfg, torch.Generator().manual_seed(3))
+
+
+def test_same_seed_same_numbers_at_two_threads():
+    """The same seed and thread count give identical numbers at 2 threads too (SFT, rollouts,
+    updates and the exact evaluation, under torch_settings' deterministic algorithms)."""
+    from fgrpo_theory.sequence.run import SequenceConfig, run_sequence
+
+    cfg = SequenceConfig(
+        task=TASK, model=ModelConfig(d_model=32, n_layers=2, n_heads=2),
+        sft=SFTConfig(steps=10, batch=32), rl=RLConfig(B=4, N=8, steps=3, log_every=3),
+        threads=2,
+    )  # fmt: skip
+    a = run_sequence(cfg, cache=False)
+    b = run_sequence(cfg, cache=False)
+    assert a.equals(b) and torch.get_num_threads() == 1  # restored
