@@ -237,6 +237,10 @@ def grpo_trainer(
             return {"prompt_ids": ptok, "completion_ids": m.reshape(B * N, L).tolist(),
                     "logprobs": None}  # fmt: skip
 
-    return GRPOTrainer(model=model, reward_funcs=reward_function(prompts), args=args,
-                       train_dataset=ds, processing_class=make_tokenizer(prompts.task),
-                       rollout_func=rollout)  # fmt: skip
+    from transformers import PrinterCallback
+
+    tr = GRPOTrainer(model=model, reward_funcs=reward_function(prompts), args=args,
+                     train_dataset=ds, processing_class=make_tokenizer(prompts.task),
+                     rollout_func=rollout)  # fmt: skip
+    tr.remove_callback(PrinterCallback)  # no metrics dict printed at every log
+    return tr
