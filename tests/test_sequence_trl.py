@@ -3,8 +3,8 @@ step 4): the same model (the TinyDecoder, wrapped by :mod:`fgrpo_theory.sequence
 parameters shared), the same completions (TRL's ``rollout_func`` returns the loop's own
 samples), TRL computing its advantages, loss and gradients by its own code. The loss and every
 parameter's gradient must agree to float32 rounding, for each documented option mapping
-(docs/sequence.md, "The RL engine and TRL"). Skipped without TRL (it runs in ``make test``'s
-trainer venv, tests/constraints-trainers.txt).
+(docs/sequence.md, "The RL engine and TRL"). Skipped without TRL >= 1.16 (it runs in
+``make test``'s trainer venv, tests/constraints-trainers.txt).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("trl")
+pytest.importorskip("trl", minversion="1.16")  # luspo, entropy_coef, use_bias_correction_kl
 
 from fgrpo_theory.sequence.model import ModelConfig  # noqa: E402
 from fgrpo_theory.sequence.rl import RLConfig, rl_step, sample_answers  # noqa: E402
