@@ -78,3 +78,78 @@ def test_without_torch_one_line(cli, monkeypatch):
     )
     r = cli("sequence", "--preset", "smoke")
     assert r.code == 2 and "needs PyTorch" in r.err and r.err.count("\n") == 1
+
+
+def test_sigint_stops_between_steps_exit_130(tmp_path):
+    """A real Ctrl-C (SIGINT to a subprocess whose stderr is a terminal, so that it prints its
+    progress) during RL: the run stops after the step that was running, one line, exit 130."""
+    import os
+    import pty
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "FGRPO_THEORY_CACHE_DIR": str(tmp_path)}
+    args = ["--preset", "smoke", "--steps", "1000000", "--format", "csv"]
+    code = "from fgrpo_theory._entry import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, "sequence", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=slave)  # fmt: skip
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 240
+
+    def read(wait: float) -> bool:
+        nonlocal seen
+        if not select.select([master], [], [], wait)[0]:
+            return False
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            return False
+        seen += chunk
+        return bool(chunk)
+
+    try:
+        while b"\rrl 3/" not in seen and time.monotonic() < deadline:
+            read(1.0)
+        assert b"\rrl 3/" in seen, seen[-300:]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        while read(0.5):
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == 130, text[-500:]
+    last = text.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("interrupted after rl step "), text[-300:]
+    assert last.endswith("/1000000") and int(last.split()[-1].split("/")[0]) >= 3
+    assert "Traceback" not in text and proc.stdout.read() == b""
+
+
+def test_sigint_during_sft_stops_after_the_step(tmp_path, monkeypatch):
+    """In-process: a SIGINT delivered during SFT step 2 takes effect when step 2 is done
+    (KeyboardInterrupt naming it), no checkpoint is written, and the handler is restored."""
+    import os
+    import signal
+
+    from fgrpo_theory.sequence.run import preset, run_sequence
+
+    monkeypatch.setenv("FGRPO_THEORY_CACHE_DIR", str(tmp_path))
+    done = []
+
+    def progress(phase, d, t):
+        done.append((phase, d))
+        if (phase, d) == ("sft", 2):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt, match=r"^sft step 2/20$"):
+        run_sequence(preset("smoke"), progress=progress)
+    assert done == [("sft", 1), ("sft", 2)]
+    assert signal.getsignal(signal.SIGINT) is before
+    assert not any(tmp_path.rglob("*.pt")) and not any(tmp_path.rglob("*.tmp"))

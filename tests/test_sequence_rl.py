@@ -15,11 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from fgrpo_theory.schemes import entropy_term, k3_estimate, k3_logp_gradient, kl_term  # noqa: E402
 from fgrpo_theory.sequence.exact import _walk_chunk, answer_logprobs  # noqa: E402
 from fgrpo_theory.sequence.model import ModelConfig  # noqa: E402
 from fgrpo_theory.sequence.rl import (  # noqa: E402
     RLConfig,
     make_optimizer,
+    regularizer_loss,
     rl_step,
     sample_answers,
     scheme_advantages,
@@ -173,8 +175,122 @@ def test_same_seed_same_numbers_and_refusals():
         RLConfig(B=1000, N=1000)
     with pytest.raises(ValueError, match="scheme must be one of"):
         RLConfig(scheme="foo")
-    with pytest.raises(ValueError, match="scheme must be without regularizers"):
-        RLConfig(scheme="grpo+entropy:coef=1e-3")
+    assert (
+        RLConfig(scheme="grpo+kl:coef=0.01,estimator=k3").scheme == "grpo+kl:coef=0.01,estimator=k3"
+    )
     assert RLConfig(scheme="focal:gamma=1").scheme == "grpo+focal:gamma=1"
     with pytest.raises(ValueError, match="aggregation must be one of token-mean, sequence-sum"):
         RLConfig(aggregation="mean")
+
+
+# -- regularizers (issue 24 step 4): values and logit gradients against the registry's NumPy
+# closed forms (fgrpo_theory.schemes.regularizers), and a hand case
+
+
+def test_regularizers_hand_case():
+    z = torch.zeros(1, 1, 1, 4, dtype=torch.float64)
+    zr = torch.tensor([np.log(2.0), 0, 0, 0], dtype=torch.float64).expand(1, 1, 1, 4)
+    mv = torch.zeros(1, 1, 1, dtype=torch.long)  # the sampled move has p = 1/4, q = 2/5
+    _, parts = regularizer_loss(z, mv, "grpo+entropy:coef=1+kl:coef=1", "token-mean", zr)
+    assert parts["entropy"] == pytest.approx(np.log(4), rel=1e-15)
+    assert parts["kl"] == pytest.approx(0.25 * (np.log(5 / 8) + 3 * np.log(5 / 4)), rel=1e-14)
+    _, parts = regularizer_loss(z, mv, "grpo+kl:estimator=k3", "token-mean", zr)
+    rho = (2 / 5) / (1 / 4)
+    assert parts["kl"] == pytest.approx(rho - np.log(rho) - 1, rel=1e-14)
+    assert regularizer_loss(z, mv, "grpo", "token-mean")[1] == {}
+    with pytest.raises(ValueError, match="ref_model must be the reference policy"):
+        regularizer_loss(z, mv, "grpo+kl", "token-mean")
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "sequence-sum"])
+@pytest.mark.parametrize("term", ["entropy:coef=0.3", "kl:coef=0.2", "kl:coef=0.2,estimator=k3"])
+def test_regularizer_values_and_gradients_against_the_registry(term, aggregation):
+    G, N, L = 2, 3, 4
+    g = torch.Generator().manual_seed(5)
+    z = torch.randn(G, N, L, 4, generator=g, dtype=torch.float64).requires_grad_(True)
+    zr = torch.randn(G, N, L, 4, generator=g, dtype=torch.float64)
+    mv = torch.randint(0, 4, (G, N, L), generator=g)
+    loss, parts = regularizer_loss(z, mv, "grpo+" + term, aggregation, zr)
+    (grad,) = torch.autograd.grad(loss, [z])
+    zn, zrn, m = z.detach().numpy(), zr.numpy(), mv.numpy()
+    denom = G * N * L if aggregation == "token-mean" else G * N
+    coef = float(term.split("coef=")[1].split(",")[0])
+    if term.startswith("entropy"):
+        H, dH = entropy_term(zn)
+        value, want = H.sum() / denom, -coef * dH / denom
+    elif "k3" in term:
+        lp = zn - np.log(np.exp(zn).sum(-1, keepdims=True))
+        lq = zrn - np.log(np.exp(zrn).sum(-1, keepdims=True))
+        a = np.take_along_axis(lp, m[..., None], -1)[..., 0]
+        b = np.take_along_axis(lq, m[..., None], -1)[..., 0]
+        value = k3_estimate(a, b).sum() / denom
+        dlogp = np.eye(4)[m] - np.exp(lp)  # d log p(a) / dz
+        want = coef * k3_logp_gradient(a, b)[..., None] * dlogp / denom
+    else:
+        K, dK = kl_term(zn, zrn)
+        value, want = K.sum() / denom, coef * dK / denom
+    name = "entropy" if term.startswith("entropy") else "kl"
+    assert parts[name] == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(grad.numpy(), want, rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("spec", ["grpo+entropy:coef=0.01", "grpo+kl:coef=0.1",
+                                  "grpo+kl:coef=0.1,estimator=k3"])  # fmt: skip
+def test_rl_step_with_regularizers(sft_model, spec):
+    import copy
+
+    model = copy.deepcopy(sft_model).double()
+    ref = copy.deepcopy(model)
+    p = make_prompts(TASK)
+    ids = np.array([0, 3, 5, 8])
+    cfg = RLConfig(B=4, N=6, scheme=spec, optimizer="sgd", lr=0.5)
+    opt = make_optimizer(model, cfg)
+    st = rl_step(model, opt, p, ids, cfg, torch.Generator().manual_seed(9), ref_model=ref)
+    if "entropy" in spec:  # the mean entropy of the sampled positions: between 0 and log 4
+        assert 0 < st["entropy"] < np.log(4)
+    else:  # the policy is its reference: both KL terms are exactly 0
+        assert st["kl"] == 0.0
+        st = rl_step(model, opt, p, ids, cfg, torch.Generator().manual_seed(9), ref_model=ref)
+        assert st["kl"] > 0  # one step later they are not
+        with pytest.raises(ValueError, match="ref_model must be the reference policy"):
+            rl_step(model, opt, p, ids, cfg, torch.Generator().manual_seed(9))
+
+
+def test_likelihood_schemes_get_the_sequence_logprobs(sft_model):
+    """DS-GRPO's advantages in the loop against the formula with the exact log-probabilities
+    of the tree walk: A = (r - mean r) / (std r + 1e-6) - g_p c L + g_n (1 - c) L."""
+    p = make_prompts(TASK)
+    ids = np.array([0, 3, 5])
+    cfg = RLConfig(B=3, N=6, scheme="ds:gamma_p=0.1,gamma_n=0.2", optimizer="sgd", lr=0.0)
+    seen = {}
+
+    def grab(moves, rewards, adv):
+        seen.update(moves=moves.numpy(), r=rewards, adv=adv.numpy())
+
+    model = sft_model
+    rl_step(model, make_optimizer(model, cfg), p, ids, cfg, torch.Generator().manual_seed(3),
+            before_update=grab)  # fmt: skip
+    exact = answer_logprobs(model, torch.from_numpy(p.tokens[ids]), TASK.L).numpy()
+    Ls = exact[np.arange(3)[:, None], answer_index(seen["moves"])]
+    r = seen["r"]
+    want = (r - r.mean(1, keepdims=True)) / (r.std(1, keepdims=True) + 1e-6)
+    want = want - 0.1 * r * Ls + 0.2 * (1 - r) * Ls
+    np.testing.assert_allclose(seen["adv"], want, rtol=1e-5, atol=1e-5)
+    # unlikeliness runs too (ranks of the same log-probabilities)
+    cfg = RLConfig(B=3, N=6, scheme="unlikeliness", optimizer="sgd", lr=0.0)
+    rl_step(model, make_optimizer(model, cfg), p, ids, cfg, torch.Generator().manual_seed(3))
+
+
+def test_same_seed_same_numbers_at_two_threads():
+    """The same seed and thread count give identical numbers at 2 threads too (SFT, rollouts,
+    updates and the exact evaluation, under torch_settings' deterministic algorithms)."""
+    from fgrpo_theory.sequence.run import SequenceConfig, run_sequence
+
+    cfg = SequenceConfig(
+        task=TASK, model=ModelConfig(d_model=32, n_layers=2, n_heads=2),
+        sft=SFTConfig(steps=10, batch=32), rl=RLConfig(B=4, N=8, steps=3, log_every=3),
+        threads=2,
+    )  # fmt: skip
+    a = run_sequence(cfg, cache=False)
+    b = run_sequence(cfg, cache=False)
+    assert a.equals(b) and torch.get_num_threads() == 1  # restored

@@ -15,6 +15,19 @@ batch by their number (DAPO/TRL style); ``sequence-sum`` sums each answer's toke
 the number of answers, the (1/N) sum_i A_i log pi(a_i) of theory.md section 15. Every answer of
 this task has ``L`` tokens, so here the two differ by the constant factor ``L`` (which matters to
 SGD's step size, not to Adam's); section 15's length weighting needs answers of varying length.
+
+Regularizers of the registry (``+entropy:coef=c``, ``+kl:coef=c[,estimator=k3]``) are per-token
+terms aggregated like the surrogate (:func:`regularizer_loss`): at every answer position ``t`` of
+every rollout, the exact entropy ``H_t`` of the policy's next-move softmax (added with ``c``), the
+exact ``KL(pi_t || pi_ref_t)`` over the four moves, or the k3 estimate
+``rho - log rho - 1``, ``rho = pi_ref(a_t) / pi(a_t)`` at the sampled move (subtracted with
+``c``); ``pi_ref`` is the model at the start of RL (``rl_step(..., ref_model=...)``). These are
+the terms :mod:`fgrpo_theory.schemes.regularizers` defines on a softmax; the tests check values
+and logit gradients against its NumPy functions. Likelihood-aware advantage schemes
+(``unlikeliness``, ``ds``) get each rollout's *sequence* log-probability under the sampling
+policy (the authors' per-token mean is that divided by ``L``, the same for every answer here).
+
+docs/sequence.md ("The RL engine and TRL") maps these options onto ``trl.GRPOTrainer``'s.
 """
 
 from __future__ import annotations
@@ -38,6 +51,10 @@ __all__ = [
     "sample_answers",
     "token_logprobs",
     "surrogate_loss",
+    "aggregate",
+    "token_logits",
+    "regularizer_loss",
+    "rl_loss",
     "rl_step",
     "make_optimizer",
 ]
@@ -49,15 +66,11 @@ MAX_ROLLOUTS = 65_536
 
 
 def check_scheme(spec: str) -> str:
-    """The canonical spec of a scheme of :mod:`fgrpo_theory.schemes` this loop can train with
-    (an advantage scheme with an optional focal weight; regularizers are not in this loop yet)."""
+    """The canonical spec of a scheme of :mod:`fgrpo_theory.schemes` (any advantage term, an
+    optional focal weight, optional ``entropy`` and ``kl`` regularizers)."""
     from ..schemes import parse_scheme
 
-    s = parse_scheme(spec)
-    if s.regularizers:
-        names = ", ".join(t.name for t in s.regularizers)
-        fail("scheme", spec, f"without regularizers ({names}): the sequence loop has none yet")
-    return s.spec
+    return parse_scheme(spec).spec
 
 
 def scheme_advantages(spec: str, rewards: torch.Tensor, logprobs=None) -> torch.Tensor:
@@ -162,14 +175,32 @@ def sample_answers(
     return moves, lp
 
 
-def token_logprobs(model: TinyDecoder, prompt_tokens: torch.Tensor, moves: torch.Tensor):
-    """log pi of each answer token [G, N, L] (differentiable), by one causal forward pass."""
+def token_logits(model: TinyDecoder, prompt_tokens: torch.Tensor, moves: torch.Tensor):
+    """Move logits [G, N, L, 4] at every answer position of ``moves`` [G, N, L] after the
+    prompts [G, P] (differentiable), by one causal forward pass."""
     G, N, L = moves.shape
     flat = moves.reshape(G * N, L)
     seq = torch.cat([prompt_tokens.repeat_interleave(N, 0), flat[:, :-1]], dim=1)
-    logits = model(seq)[:, prompt_tokens.shape[1] - 1 :]
-    lp = torch.log_softmax(logits, -1).gather(-1, flat[..., None]).squeeze(-1)
-    return lp.reshape(G, N, L)
+    return model(seq)[:, prompt_tokens.shape[1] - 1 :].reshape(G, N, L, -1)
+
+
+def _gather(logq: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
+    return logq.gather(-1, moves[..., None]).squeeze(-1)
+
+
+def token_logprobs(model: TinyDecoder, prompt_tokens: torch.Tensor, moves: torch.Tensor):
+    """log pi of each answer token [G, N, L] (differentiable), by one causal forward pass."""
+    return _gather(torch.log_softmax(token_logits(model, prompt_tokens, moves), -1), moves)
+
+
+def aggregate(x: torch.Tensor, aggregation: str) -> torch.Tensor:
+    """Per-token values [G, N, L] to one number: ``token-mean`` (sum over their number) or
+    ``sequence-sum`` (sum over the number of answers G x N)."""
+    if aggregation == "token-mean":
+        return x.sum() / x.numel()
+    if aggregation == "sequence-sum":
+        return x.sum() / (x.shape[0] * x.shape[1])
+    fail("aggregation", aggregation, "one of " + ", ".join(AGGREGATIONS))
 
 
 def surrogate_loss(
@@ -183,9 +214,73 @@ def surrogate_loss(
     else:
         r = torch.exp(lp_tok - old)
         obj = torch.minimum(r * a, r.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high) * a)
-    if cfg.aggregation == "token-mean":
-        return -obj.sum() / obj.numel()
-    return -obj.sum() / (obj.shape[0] * obj.shape[1])
+    return -aggregate(obj, cfg.aggregation)
+
+
+def regularizer_loss(
+    logits: torch.Tensor,
+    moves: torch.Tensor,
+    scheme,
+    aggregation: str,
+    ref_logits: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The regularizers' part of the loss, and their aggregated values (module doc).
+
+    ``logits`` [G, N, L, 4] of the policy at the rollouts' answer positions, ``moves`` [G, N, L],
+    ``scheme`` a spec or :class:`~fgrpo_theory.schemes.Scheme`, ``ref_logits`` the reference
+    policy's (required by ``kl``). The loss is ``- c_H agg(H_t) + c_KL agg(KL_t)`` with
+    ``KL_t`` exact over the four moves or k3 at the sampled move; 0 without regularizers.
+    """
+    from ..schemes import parse_scheme
+
+    s = parse_scheme(scheme)
+    loss = logits.new_zeros(())
+    parts: dict[str, float] = {}
+    if not s.regularizers:
+        return loss, parts
+    logq = torch.log_softmax(logits, -1)
+    ent = s.regularizer("entropy")
+    if ent is not None:
+        H = -(logq.exp() * logq).sum(-1)  # exact entropy of each next-move softmax
+        h = aggregate(H, aggregation)
+        loss = loss - ent["coef"] * h
+        parts["entropy"] = float(h.detach())
+    kl = s.regularizer("kl")
+    if kl is not None:
+        if ref_logits is None:
+            fail("ref_model", None, "the reference policy of the scheme's kl term")
+        logr = torch.log_softmax(ref_logits.detach().to(logits.dtype), -1)
+        if kl["estimator"] == "k3":
+            d = _gather(logr, moves) - _gather(logq, moves)  # log rho
+            K = torch.expm1(d) - d
+        else:
+            K = (logq.exp() * (logq - logr)).sum(-1)
+        k = aggregate(K, aggregation)
+        loss = loss + kl["coef"] * k
+        parts["kl"] = float(k.detach())
+    return loss, parts
+
+
+def rl_loss(
+    model: TinyDecoder,
+    prompt_tokens: torch.Tensor,
+    moves: torch.Tensor,
+    adv: torch.Tensor,
+    cfg: RLConfig,
+    old: torch.Tensor | None = None,
+    ref_logits: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+    """The whole loss of one update: the surrogate (:func:`surrogate_loss`) plus the scheme's
+    regularizers (:func:`regularizer_loss`); also the token log-probs [G, N, L] and the
+    regularizers' values. With ``inner_updates > 1`` and no ``old``, the ratio is taken to the
+    current policy (the first update: r = 1, TRL's ``old_per_token_logps = per_token_logps``)."""
+    logits = token_logits(model, prompt_tokens, moves)
+    lp_tok = _gather(torch.log_softmax(logits, -1), moves)
+    if old is None and cfg.inner_updates > 1:
+        old = lp_tok.detach()
+    loss = surrogate_loss(lp_tok, adv, cfg, old)
+    reg, parts = regularizer_loss(logits, moves, cfg.scheme, cfg.aggregation, ref_logits)
+    return loss + reg, lp_tok, parts
 
 
 def make_optimizer(model: TinyDecoder, cfg: RLConfig) -> torch.optim.Optimizer:
@@ -202,9 +297,14 @@ def rl_step(
     cfg: RLConfig,
     generator: torch.Generator,
     before_update: Callable[[torch.Tensor, np.ndarray, torch.Tensor], None] | None = None,
+    ref_model: TinyDecoder | None = None,
 ) -> dict[str, np.ndarray]:
     """One RL step on the prompts ``ids`` (module doc); the groups' correct counts ``X`` [B],
-    rollouts in the rare set ``rare_hits`` [B] and rewards [B, N]."""
+    rollouts in the rare set ``rare_hits`` [B], rewards [B, N] and the loss of the first update
+    ``loss`` (with ``entropy`` / ``kl``, the regularizers' aggregated values, when the scheme
+    has them). ``ref_model``: the reference policy of a ``kl`` term (the model at RL start)."""
+    from ..schemes import parse_scheme
+
     L = prompts.task.L
     ptok = torch.from_numpy(prompts.tokens[ids])
     moves, lp_seq = sample_answers(model, ptok, cfg.N, L, generator)
@@ -217,15 +317,24 @@ def rl_step(
     adv = scheme_advantages(cfg.scheme, torch.from_numpy(rewards), logprobs=lp_seq)
     if before_update is not None:
         before_update(moves, rewards, adv)
+    ref_logits = None
+    if parse_scheme(cfg.scheme).regularizer("kl") is not None:
+        if ref_model is None:
+            fail("ref_model", None, f"the reference policy of scheme {cfg.scheme!r} (its kl term)")
+        with torch.no_grad():
+            ref_logits = token_logits(ref_model, ptok, moves)
     old = None
+    first: dict[str, float] = {}
     for it in range(cfg.inner_updates):
-        lp_tok = token_logprobs(model, ptok, moves)
+        loss, lp_tok, parts = rl_loss(model, ptok, moves, adv, cfg, old, ref_logits)
         if cfg.inner_updates > 1 and it == 0:
             old = lp_tok.detach()
-        loss = surrogate_loss(lp_tok, adv, cfg, old)
         if not torch.isfinite(loss):
             fail("lr", cfg.lr, "small enough that the policy stays finite (diverged)")
+        if it == 0:
+            first = {"loss": float(loss.detach()), **parts}
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return {"X": rewards.sum(axis=1).astype(np.int64), "rare_hits": rare_hits, "rewards": rewards}
+    out = {"X": rewards.sum(axis=1).astype(np.int64), "rare_hits": rare_hits, "rewards": rewards}
+    return {**out, **{k: np.float64(v) for k, v in first.items()}}

@@ -12,9 +12,10 @@ prompts that have one; Lemma 3.1's event B given activity). Then the config colu
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +137,37 @@ def preset(name: str, **rl_overrides: Any) -> SequenceConfig:
     return replace(cfg, rl=rl, threads=cfg.threads if threads is None else threads)
 
 
+@contextlib.contextmanager
+def interrupt_between_steps() -> Iterator[Callable[[str, int, int], None]]:
+    """Ctrl-C (SIGINT) takes effect between steps: the handler only records it, and the
+    ``check(phase, done, total)`` this yields, called after each SFT and RL step, raises
+    ``KeyboardInterrupt("<phase> step <done>/<total>")``. A second Ctrl-C interrupts at once.
+    Outside the main thread (no signal handlers there) ``check`` does nothing."""
+    import signal
+    import threading
+
+    hit = [False]
+
+    def check(phase: str, done: int, total: int) -> None:
+        if hit[0]:
+            raise KeyboardInterrupt(f"{phase} step {done}/{total}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+
+    def handler(signum, frame):  # noqa: ARG001
+        if hit[0]:
+            raise KeyboardInterrupt
+        hit[0] = True
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _evaluate(model, prompts, ids, pass_k) -> dict[str, Any]:
     from .exact import answer_logprobs, prompt_metrics, split_metrics
 
@@ -159,11 +191,20 @@ def run_sequence(
     ``p_tail_miss`` (groups of prompts with a rare set that were active and drew no rare answer,
     among those groups), ``p_tail_miss_lemma`` (the mean Pr(B) of the same groups) and
     ``tail_miss_z`` (:func:`fgrpo_theory.sequence.theory.tail_miss_z`).
-    ``df.attrs["sft_cached"]`` says whether the checkpoint came from the cache.
+    ``df.attrs["sft_cached"]`` says whether the checkpoint came from the cache. A scheme with a
+    ``kl`` term takes the SFT model (the policy at RL start) as its reference. Ctrl-C stops
+    between steps (:func:`interrupt_between_steps`): ``KeyboardInterrupt`` after the step that
+    was running, the SFT cache written whole or not at all.
     """
+    with interrupt_between_steps() as check:
+        return _run(config, cache, progress, lemma_check, check)
+
+
+def _run(config, cache, progress, lemma_check, check) -> pd.DataFrame:
     import pandas as pd
     import torch
 
+    from ..schemes import parse_scheme
     from ..tail_miss import tail_miss_probability
     from .exact import PASS_K, answer_logprobs, prompt_metrics
     from .rl import make_optimizer, rl_step
@@ -176,11 +217,21 @@ def run_sequence(
     cfg = config
     rl = cfg.rl
     prompts = make_prompts(cfg.task)
-    sft_progress = None if progress is None else (lambda d, t: progress("sft", d, t))
+
+    def sft_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress("sft", done, total)
+        check("sft", done, total)
+
     model, cached = load_or_train_sft(
         cfg.task, cfg.model, cfg.sft, prompts=prompts, threads=cfg.threads, cache=cache,
         progress=sft_progress,
     )  # fmt: skip
+    ref = None
+    if parse_scheme(rl.scheme).regularizer("kl") is not None:
+        import copy
+
+        ref = copy.deepcopy(model).requires_grad_(False)
     splits = {s: prompts.split(s)[: rl.eval_prompts] for s in ("train", "test")}
     splits = {s: ids for s, ids in splits.items() if len(ids)}
     log_steps = sorted({*range(0, rl.steps + 1, rl.log_every), rl.steps})
@@ -226,7 +277,7 @@ def run_sequence(
                     prompts, ids[has_rare],
                 )  # fmt: skip
                 lemma.append(np.asarray(tail_miss_probability(rl.N, m["mu"], m["tau"])))
-            st = rl_step(model, opt, prompts, ids, rl, gen)
+            st = rl_step(model, opt, prompts, ids, rl, gen, ref_model=ref)
             active = (st["X"] > 0) & (st["X"] < rl.N)
             miss = active & has_rare & (st["rare_hits"] == 0)
             counts += (rl.B, active.sum(), (active & has_rare).sum(), miss.sum(), has_rare.sum())
@@ -234,6 +285,7 @@ def run_sequence(
                 log(step)
             if progress is not None:
                 progress("rl", step, rl.steps)
+            check("rl", step, rl.steps)
     df = pd.DataFrame(rows)
     first = df[df["step"] == 0].set_index("split")["rare_nll"]
     df.insert(df.columns.get_loc("rare_nll") + 1, "rare_nll_rise",
