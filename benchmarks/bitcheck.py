@@ -1,13 +1,16 @@
 """Hash the outputs of a fixed set of configs (both simulators, every kernel path) so a kernel
 change can be checked bit for bit: ``python benchmarks/bitcheck.py > before.txt``, change, run
-again, ``diff``. Covers the dense and sum-tree paths, both samplers, SGD / Adam / AdamW, inner
-updates with clipping (PPO, CISPO, dual clip), dynamic sampling, float32, table schemes and the
-population model (sparse and eager Adam, SGD, inner updates, fill)."""
+again, ``diff``; ``--dump DIR`` also saves each simulator config's columns to ``DIR/<name>.npz``
+(to measure a stated change: ``benchmarks/bitdiff.py``). Covers the dense and sum-tree paths,
+both samplers, SGD / Adam / AdamW, inner updates with clipping (PPO, CISPO, dual clip), dynamic
+sampling, float32, table schemes, the dense path at small K, and the population model (sparse
+and eager Adam, SGD, inner updates, fill)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
@@ -53,6 +56,23 @@ SIM = {
     "dense_maxrl_adam": dict(K=300, N=8, steps=40, optimizer="adam", lr=0.02, scheme="maxrl"),
     "dense_focal_trl": dict(K=300, N=8, steps=40, scheme="trl+focal:gamma=1", seeds=2),
     "thresholds": dict(K=100, N=8, steps=80, thresholds=(0.3, 0.6), seeds=2, lr=0.5),
+    # issue 27: the dense path at small K (libm-size exps, Adam scalars), every step logged
+    "dense_k6_sgd": dict(
+        K=6, logits="1.0x1,0.0x5", correct=2, N=8, steps=50, backend="dense", seeds=3, lr=0.1
+    ),
+    "dense_k6_adam": dict(
+        K=6, logits="1.0x1,0.0x5", correct=2, N=8, steps=50, optimizer="adam", lr=0.05, seeds=3
+    ),
+    "dense_k1000_adam": dict(
+        K=1000,
+        correct=100,
+        N=8,
+        steps=40,
+        optimizer="adam",
+        lr=0.02,
+        seeds=2,
+        subsets={"rare": "1..99", "one": "1"},
+    ),
 }
 POP = {
     "pop_adam": dict(P=16, P_test=4, K=32, B=4, steps=30, seeds=2, log_every=10),
@@ -104,12 +124,23 @@ def _digest(arrs) -> str:
 
 
 def main() -> None:
+    # per config: the hash of every numeric column, then (``draws``) of the integer columns
+    # only (group counters, tail misses, threshold steps): these follow the random draws, so
+    # a change that touches only how logged metrics are computed leaves them unchanged
+    dump = sys.argv[sys.argv.index("--dump") + 1] if "--dump" in sys.argv else None
     for name, kw in SIM.items():
         t = simulate(SimConfig(**kw), tables=True)
         cols = [c for c in t.log.columns if t.log[c].dtype.kind in "fiub"]
         tcols = [c for c in t.thresholds.columns if t.thresholds[c].dtype.kind in "fiub"]
         arrs = [t.log[c].to_numpy() for c in cols] + [t.thresholds[c].to_numpy() for c in tcols]
-        print(name, _digest(arrs))
+        ints = [a for a in arrs if a.dtype.kind in "iub"]
+        print(name, _digest(arrs), "draws", _digest(ints))
+        if dump:
+            np.savez(
+                os.path.join(dump, f"{name}.npz"),
+                **{f"log_{c}": t.log[c].to_numpy() for c in cols},
+                **{f"thr_{c}": t.thresholds[c].to_numpy() for c in tcols},
+            )
     for name, kw in POP.items():
         df = simulate_population(PopulationConfig(**kw), per_prompt=True)
         cols = [c for c in df.columns if df[c].dtype.kind in "fiub"]

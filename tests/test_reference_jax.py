@@ -157,3 +157,51 @@ def test_bad_dtype_and_optimizer_are_refused():
         rj.run_tabular_logprob(np.zeros(3), np.array([1, 0, 0], bool), 2, 1, 1, 0.1, dtype="f16")
     with pytest.raises(ValueError, match="optimizer"):
         rj.run_linear(np.zeros(3), np.array([1, 0, 0], bool), 2, 1, 0.1, optimizer="rmsprop")
+
+
+def test_tabular_adam_steps_equal_numpy_reference_on_same_counts():
+    # issue 27: the dense Adam reference (log-prob ascent, Adam on the loss gradient)
+    rng = np.random.default_rng(6)
+    K, N = 9, 8
+    correct = np.arange(K) < 3
+    z_np = rng.normal(size=K)
+    z_jx, m, v = z_np.copy(), np.zeros(K), np.zeros(K)
+    state = rn.AdamState.zeros_like(z_np)
+    for t in range(1, 4):
+        p = rn.softmax(z_np)
+        counts = rng.multinomial(N, p).astype(float)
+        g = rn.logprob_gradient(p, counts, correct, 0.5, "grpo", 1.0, 0.0)
+        z_np = rn.adam_update(z_np, g, state, 0.05)
+        asc = rj._logprob_ascent(z_jx, rj._softmax(z_jx), counts, correct, 0.5, 1.0, 0.0)
+        z_jx, m, v = rj._adam_step(z_jx, m, v, float(t), -asc, 0.05)
+    # the zero-sum advantages leave a ~1e-16 rounding residue in sum_k n_k A_k that Adam
+    # normalizes (both references differ there by ~1e-11); a wrong formula moves z by ~lr
+    np.testing.assert_allclose(np.asarray(z_jx), z_np, rtol=0, atol=1e-9)
+
+
+def test_metrics_rows_against_hand_formulas():
+    # issue 27: the jitted metrics reference against the definitions in NumPy (long double sums)
+    rng = np.random.default_rng(7)
+    K = 500
+    Z = rng.normal(0.0, 2.0, (3, K))
+    correct = rng.random(K) < 0.3
+    sub = np.zeros((2, K), bool)
+    sub[0, :40] = True
+    sub[1, 7] = True
+    p0 = rn.softmax(rng.normal(size=K))
+    got = rj.metrics_rows(Z, correct, sub, p0)
+    for r in range(3):
+        z = Z[r].astype(np.longdouble)
+        e = np.exp(z - z.max())
+        p = e / e.sum()
+        lp = np.log(p)
+        want = [
+            p[correct].sum(),
+            1 - np.maximum(p0[correct] - p[correct], 0).sum() / p0[correct].sum(),
+            -(p * lp).sum(),
+            p[sub[0]].sum(),
+            p[sub[1]].sum(),
+            -lp[sub[0]].mean(),
+            -lp[sub[1]].mean(),
+        ]
+        np.testing.assert_allclose(got[r], np.array(want, dtype=float), rtol=1e-12)

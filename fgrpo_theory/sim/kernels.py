@@ -62,18 +62,25 @@ from .kcore import (
     _kadd2,
     _likelihood_advantages,
     _local_rng,
-    _log_norm,
     _masked_sum8,
     _max,
     _regularizer_coefficients,
     _tally,
 )
-from .kfloat import _adam_v, _as_f64, _draw_v, _exp_v, _sgd_v
+from .kfloat import _adam_v, _draw_v, _exp_v, _sgd_v
+from .kmetrics import (  # noqa: F401  (the metric slots are re-exported: runner, tests)
+    M_ACTIVE,
+    M_ENT,
+    M_GROUPS,
+    M_MRET,
+    M_QPOS,
+    M_RESAMPLES,
+    M_SUB0,
+    _metrics,
+)
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 from .sumtree import tree_build, tree_find, tree_find_lanes, tree_leaf_range, tree_set
-
-M_QPOS, M_MRET, M_ENT, M_GROUPS, M_ACTIVE, M_RESAMPLES, M_SUB0 = 0, 1, 2, 3, 4, 5, 6
 
 
 def n_metrics(n_sub: int) -> int:
@@ -94,44 +101,6 @@ def m_kept_active(n_sub: int) -> int:
 def m_kept_tail(n_sub: int) -> int:
     """First slot of the tail-miss counts among kept active groups (``n_sub`` slots)."""
     return M_SUB0 + 3 * n_sub + 1
-
-
-@jit_fast
-def _metrics(z, correct, submask, p0, sum_p0c, row):
-    """Q_pos, M_ret (P-26), entropy, subset masses and subset mean NLLs of softmax(z) into ``row``.
-
-    Computed from the logits at logged steps only (O(K)), with compensated sums, so the logged
-    values are accurate to a few ulps whatever K. The mean NLL of a subset S (issue 11 item 3) is
-    ``(1/|S|) sum_{k in S} -log p_k = logsumexp(z) - (1/|S|) sum_{k in S} z_k``, summed from the
-    same ``log p_k`` as the entropy (exact for any |S|, also a single action).
-    """
-    z = _as_f64(z)  # float32 logits (precision = "float32"): float64 metrics of their softmax
-    K = z.shape[0]
-    n_sub = submask.shape[0]
-    acc = np.zeros(4 + 2 * n_sub)
-    cmp = np.zeros(4 + 2 * n_sub)
-    size = np.zeros(n_sub, np.int64)
-    m, ls = _log_norm(z, acc, cmp)
-    for i in range(K):
-        lp = z[i] - m - ls
-        p = np.exp(lp)
-        _kadd(acc, cmp, 1, -p * lp)
-        if correct[i]:
-            _kadd(acc, cmp, 2, p)
-            d = p0[i] - p
-            if d > 0.0:
-                _kadd(acc, cmp, 3, d)
-        for j in range(n_sub):
-            if submask[j, i]:
-                _kadd(acc, cmp, 4 + j, p)
-                _kadd(acc, cmp, 4 + n_sub + j, -lp)
-                size[j] += 1
-    row[M_QPOS] = acc[2] + cmp[2]
-    row[M_MRET] = 1.0 - (acc[3] + cmp[3]) / sum_p0c
-    row[M_ENT] = acc[1] + cmp[1]
-    for j in range(n_sub):
-        row[M_SUB0 + j] = acc[4 + j] + cmp[4 + j]
-        row[M_SUB0 + 2 * n_sub + j] = (acc[4 + n_sub + j] + cmp[4 + n_sub + j]) / size[j]
 
 
 @jit_fast_inline
