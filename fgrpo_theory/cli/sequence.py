@@ -82,7 +82,8 @@ def sequence_cmd(
     try:
         df = run_sequence(cfg, cache=cache, progress=progress, lemma_check=lemma_check)
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)  # the SFT cache is written whole or not at all
+        # the SFT cache is written whole or not at all
+        # the one line is printed by cli.main (exit code 130)
         raise typer.Exit(130) from None
     # no value (held-out rows have no groups; single-solution prompts no rare set): empty / null
     cols = _COLUMNS + (["p_tail_miss", "p_tail_miss_lemma", "tail_miss_z"] if lemma_check else [])

@@ -261,7 +261,7 @@ def simulate_cmd(
         except KeyboardInterrupt:
             # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
             # results are written only after a config completes (atomically): none half-written
-            typer.echo("interrupted", err=True)
+            # the one line is printed by cli.main (exit code 130)
             raise typer.Exit(130) from None
         except MemoryError:
             fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
@@ -331,7 +331,7 @@ def _run_controls(
         try:
             res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
         except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
+            # the one line is printed by cli.main (exit code 130)
             raise typer.Exit(130) from None
         pm = res.attrs.get("progress_match")
         if pm is not None:
