@@ -107,6 +107,11 @@ def kernel_cache_dir() -> Path:
         if candidate == wanted:
             first = why
     fallback = Path(tempfile.mkdtemp(prefix="fgrpo-theory-numba-"))
+    import atexit
+    import shutil
+
+    # for this run only: removed at exit (each run with no usable cache folder left one behind)
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
     print(
         f"fgrpo-theory: kernel cache in {fallback} for this run only, not {wanted}: {first}",
         file=sys.stderr,
@@ -363,9 +368,9 @@ def _cache_not_usable(where: str | os.PathLike[str], e: OSError) -> None:
 
 
 def _compile_cache_dir() -> Path:
-    from numba.core import config
-
-    return Path(config.CACHE_DIR) if config.CACHE_DIR else user_cache_dir() / "numba"
+    """Where this package's kernels are cached: the folder the locator uses (the notice named
+    the unusable wanted folder when a fallback was in use)."""
+    return kernel_cache_dir()
 
 
 def announce_compilation() -> None:

@@ -325,3 +325,27 @@ def test_a_really_full_disk_costs_one_line_never_the_run(tmp_path):
     finally:
         if os.path.ismount(disk):
             subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_run_without_a_usable_cache_folder_names_and_removes_its_temporary_one(tmp_path):
+    """A missing home folder (never created): the kernels are cached in a private temporary
+    folder for the run. The compile notice named the unusable folder under the missing home,
+    and every such run left its temporary folder behind."""
+    root = _package_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items()}
+    for k in ("NUMBA_CACHE_DIR", "FGRPO_THEORY_CACHE_DIR", "XDG_CACHE_HOME"):
+        env.pop(k, None)
+    env.update(HOME=str(tmp_path / "no-home"), PYTHONPATH=str(root), TMPDIR=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE], capture_output=True, text=True, env=env, cwd=root
+    )
+    assert out.returncode == 0, out.stderr
+    from fgrpo_theory._numba_cache import COMPILE_NOTICE
+
+    head = COMPILE_NOTICE.partition("{")[0]
+    notice = [line for line in out.stderr.splitlines() if line.startswith(head)]
+    assert len(notice) == 1 and str(tmp_path / "t" / "fgrpo-theory-numba-") in notice[0]
+    assert "no-home" not in notice[0]
+    assert not (tmp_path / "no-home").exists()
+    assert list((tmp_path / "t").iterdir()) == []  # the temporary cache folder is gone
