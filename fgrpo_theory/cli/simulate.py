@@ -53,11 +53,16 @@ def _shown(df, k: str) -> bool:
 
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
-_D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
 
 
 def _dflt(name: str) -> str:
-    v = getattr(_D, name)
+    """SimConfig's default of field ``name``, as ``--help`` shows it (a preset or --config file
+    overrides it). Read from the dataclass's fields: building a config at import time cost
+    every command (``--help`` too) the import of the advantage presets and SciPy."""
+    import dataclasses
+
+    f = SimConfig.__dataclass_fields__[name]
+    v = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
     if isinstance(v, tuple):
         return ",".join(str(x) for x in v)
     if isinstance(v, bool):
