@@ -146,7 +146,8 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 
 
 def probabilities(logits: Any) -> np.ndarray:
-    """Softmax probabilities ``p = softmax(z)`` at temperature 1 (stable: shifted by the maximum, as scipy.special.softmax).
+    """Softmax probabilities ``p = softmax(z)`` at temperature 1 (stable: shifted by the maximum,
+    as scipy.special.softmax).
 
     Parameters
     ----------

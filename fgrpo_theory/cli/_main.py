@@ -126,15 +126,37 @@ def _error(message: str) -> int:
     return 2
 
 
+def _command_name(info: object) -> str:
+    callback = getattr(info, "callback", None)
+    return getattr(info, "name", None) or getattr(callback, "__name__", "").replace("_", "-")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return (and, as a console script, exit with) the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        args = ["--help"]
+    # Typer converts every registered command's parameters when it builds the click group: a
+    # run that names its command gets a group of that command only (a tenth of the cost; the
+    # root's --help and a misspelt command still see them all).
+    commands = app.registered_commands
+    chosen = [c for c in commands if _command_name(c) == args[0]]
+    if len(chosen) == 1:
+        app.registered_commands = chosen
+    try:
+        code = _run(args)
+    finally:
+        app.registered_commands = commands
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+def _run(args: list[str]) -> int:
     import typer
 
     from ._common import StdoutClosed
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        args = ["--help"]
     try:
         _check_environment()
         rv = app(args=args, prog_name="fgrpo-theory", standalone_mode=False)
@@ -165,6 +187,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         # every Ctrl-C ends here, whether typer turned it into Exit(130) (returned as rv with
         # standalone_mode=False: silently, before) or a command stopped its run on it
         print("fgrpo-theory: interrupted", file=sys.stderr)
-    if argv is None:
-        sys.exit(code)
     return code
