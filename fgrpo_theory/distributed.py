@@ -278,9 +278,13 @@ class DaskExecutor(cf.Executor):
 
         main = threading.current_thread() is threading.main_thread()
         handler = signal.signal(signal.SIGINT, defer) if main else None
-        with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        # Python has no fork server on Windows: there the workers are spawned as Dask does
+        fork = "forkserver" in multiprocessing.get_all_start_methods()
+        method = "forkserver" if fork else dask.config.get(_MP_METHOD, "spawn")
+        with dask.config.set({_MP_METHOD: method}):
             try:
-                _start_fork_server(distributed)
+                if fork:
+                    _start_fork_server(distributed)
                 self.cluster = distributed.LocalCluster(
                     n_workers=self.spec.n_workers,
                     threads_per_worker=1,
@@ -598,6 +602,8 @@ def _start_fork_server(distributed: Any) -> None:
                 os.environ[k] = v
 
 
+#: Dask's configuration key for how worker processes are started.
+_MP_METHOD = "distributed.worker.multiprocessing-method"
 #: The module the fork server preloads to ignore SIGINT (and hand that to the workers).
 _SIGINT_PRELOAD = "fgrpo_theory._forkserver_sigint"
 
