@@ -107,6 +107,11 @@ def kernel_cache_dir() -> Path:
         if candidate == wanted:
             first = why
     fallback = Path(tempfile.mkdtemp(prefix="fgrpo-theory-numba-"))
+    import atexit
+    import shutil
+
+    # for this run only: removed at exit (each run with no usable cache folder left one behind)
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
     print(
         f"fgrpo-theory: kernel cache in {fallback} for this run only, not {wanted}: {first}",
         file=sys.stderr,
@@ -307,12 +312,65 @@ def register() -> None:
             return super().from_function(py_func, py_file)
 
     locators.insert(0, PackageCacheLocator)
+    _make_best_effort(caching, PackageCacheLocator)
+
+
+def _make_best_effort(caching, locator_class: type) -> None:  # noqa: ANN001 - a module
+    """Reading and writing this package's kernel cache never ends a run: an ``OSError`` there (a
+    full disk, a folder that became unwritable or unreadable) costs one line on stderr naming the
+    folder, once per process, and the kernel is used from memory (it is compiled again in a later
+    process). Numba itself tolerates such errors only on Windows, in its
+    ``_guard_against_spurious_io_errors``, which wraps every cache load and save: this wraps it
+    for this package's caches and leaves other packages' caches to Numba. The compiled kernel is
+    registered with its dispatcher before Numba saves it, so swallowing a failed save changes no
+    result; a half-saved cache (an index naming a data file that was not written) reads as a miss.
+    """
+    import contextlib
+
+    cache_class = getattr(caching, "Cache", None)
+    guard = getattr(cache_class, "_guard_against_spurious_io_errors", None)
+    if guard is None or getattr(guard, "_fgrpo_best_effort", False):  # pragma: no cover
+        return
+
+    @contextlib.contextmanager
+    def best_effort(self):  # noqa: ANN001, ANN202 - Numba's signature
+        locator = getattr(getattr(self, "_impl", None), "locator", None)
+        if not isinstance(locator, locator_class):
+            with guard(self):
+                yield
+            return
+        try:
+            yield
+        except OSError as e:
+            _cache_not_usable(getattr(self, "_cache_path", None) or _compile_cache_dir(), e)
+
+    best_effort._fgrpo_best_effort = True  # type: ignore[attr-defined]
+    cache_class._guard_against_spurious_io_errors = best_effort
+
+
+_warned_unusable = False
+
+
+def _cache_not_usable(where: str | os.PathLike[str], e: OSError) -> None:
+    global _warned_unusable
+    if _warned_unusable:
+        return
+    _warned_unusable = True
+    import sys
+
+    why = e.strerror or str(e) or type(e).__name__
+    print(
+        f"fgrpo-theory: kernel cache in {where} not usable ({why}); "
+        "the run goes on, kernels are compiled again next time",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _compile_cache_dir() -> Path:
-    from numba.core import config
-
-    return Path(config.CACHE_DIR) if config.CACHE_DIR else user_cache_dir() / "numba"
+    """Where this package's kernels are cached: the folder the locator uses (the notice named
+    the unusable wanted folder when a fallback was in use)."""
+    return kernel_cache_dir()
 
 
 def announce_compilation() -> None:

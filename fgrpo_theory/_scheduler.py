@@ -125,9 +125,13 @@ def probe_dask_scheduler(address: str, timeout: float, name: str) -> None:
     if parts.scheme == "tls":  # TLS handshakes are Dask's business; reachability is ours
         try:
             socket.create_connection((parts.hostname, parts.port), timeout=timeout).close()
-        except OSError as e:
-            fail(name, address, f"a reachable Dask scheduler ({e.strerror or type(e).__name__} "
-                 f"within {timeout:g} s)")  # fmt: skip
+        except OSError as e:  # the same words as a tcp:// address that does not answer
+            fail(
+                name,
+                address,
+                f"a reachable Dask scheduler (no answer within {format_value(timeout)} s: "
+                f"{type(e).__name__})",
+            )
         return
     if parts.scheme != "tcp":
         return

@@ -217,7 +217,7 @@ def test_messages_name_the_option_the_user_typed(tmp_path, capsys):
 
 
 def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):
-    import fgrpo_theory._entry as entry
+    import fgrpo_theory.cli._entry as entry
     from fgrpo_theory.cli import _app
 
     def interrupted(*a, **k):

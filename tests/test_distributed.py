@@ -599,3 +599,124 @@ def test_cli_non_dask_server_one_line_no_traceback(garbage_server, tmp_path):
         "Error: --scheduler must be the address of a Dask scheduler (something else answers "
         f"there: not the Dask protocol); got '{garbage_server}'"
     ]
+
+
+# -- Ctrl-C and unreachable tls:// schedulers (issue 26, section 6) -----------------------------
+def _group_children(pid: int) -> list[str]:
+    """Command lines of the other processes in ``pid``'s process group (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == pid:
+            continue
+        try:
+            if os.getpgid(int(entry)) != pid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                line = f.read().replace(b"\0", b" ").decode(errors="replace")
+            if line:  # a zombie (exited, not yet reaped) has none
+                found.append(line)
+        except OSError:
+            continue
+    return found
+
+
+@needs_dask
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("when", ["workers starting", "workers running"])
+def test_ctrl_c_in_a_local_cluster_is_one_line_and_exit_130(when):
+    """The terminal's Ctrl-C goes to the whole foreground process group, workers included.
+    Before the fix: while the workers started, each printed a KeyboardInterrupt traceback (or
+    a FileNotFoundError one, unpickling from a parent that had gone) and Dask's exit handler
+    another (a cluster left in its init state); while they ran, nanny errors."""
+    import signal
+    import subprocess
+
+    cmd = [sys.executable, "-c", "from fgrpo_theory.cli._entry import main; main()"]
+    cmd += [*SMALL[:-4], "--steps", "200000", "--seeds", "2", "--scheduler", "local-cluster:2"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None:
+            workers = [c for c in _group_children(p.pid) if "multiprocessing" in c]
+            if when == "workers starting" and workers:
+                break
+            if when == "workers running" and len(workers) >= 3:
+                time.sleep(3.0)  # tracker and two workers (and a fork server) up: computing
+                break
+            time.sleep(0.02)
+        assert p.poll() is None, p.communicate()
+        os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    assert p.returncode == 130, err
+    assert err == "fgrpo-theory: interrupted\n"
+    deadline = time.monotonic() + 15  # no worker left behind (the fork server exits last)
+    while _group_children(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _group_children(p.pid) == []
+
+
+def _silent_listener():
+    """A TCP port whose backlog is full: a connection gets no answer (as when a firewall drops
+    the packets)."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    port = srv.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(s)
+    time.sleep(0.1)
+    return srv, fillers, port
+
+
+@needs_dask
+@pytest.mark.parametrize("kind", ["refused", "no answer"])
+def test_cli_unreachable_tls_scheduler_one_line_within_5_s(scheduler_cli, kind):
+    """Issue 26: a tls:// scheduler that cannot be reached printed a traceback after 11 s."""
+    held = _silent_listener() if kind == "no answer" else None
+    port = held[2] if held else 1
+    try:
+        t0 = time.perf_counter()
+        r = scheduler_cli(*SMALL, "--scheduler", f"tls://127.0.0.1:{port}")
+        elapsed = time.perf_counter() - t0
+    finally:
+        if held:
+            for s in [held[0], *held[1]]:
+                s.close()
+    assert r.code == 2
+    assert r.err == (
+        "Error: --scheduler must be a reachable Dask scheduler (no answer within 5.0 s: "
+        f"{'ConnectionRefusedError' if kind == 'refused' else 'TimeoutError'}); "
+        f"got 'tls://127.0.0.1:{port}'\n"
+    )
+    assert elapsed <= 5.5, elapsed  # the default connect timeout is 5 s
+
+
+@needs_dask
+def test_connect_timeout_bounds_the_whole_connection():
+    """The probe, the client and the first worker share one deadline (not 5 s each)."""
+    srv, fillers, port = _silent_listener()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match="no answer within 1.5 s"):
+            DaskExecutor(f"tcp://127.0.0.1:{port}", connect_timeout=1.5).start()
+        assert time.perf_counter() - t0 < 3.0
+    finally:
+        for s in [srv, *fillers]:
+            s.close()

@@ -240,3 +240,112 @@ def test_first_compilation_prints_one_line_and_a_cached_run_none(tmp_path):
     second = _run_compile_probe(tmp_path)
     assert second.stdout.split() == ["4.0", "6.0"]
     assert second.stderr.splitlines() == ["after other"], second.stderr
+
+
+FULL_DISK = (
+    "import errno\n"
+    "import numba.core.caching as caching\n"
+    "def full(self, filepath):\n"
+    "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+    "caching.IndexDataCacheFile._open_for_write = full\n"
+)
+
+
+def _run_probe_raw(pkg_root: Path, cache: Path, prelude: str = "") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["FGRPO_THEORY_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(pkg_root)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + RUN_PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=pkg_root,
+    )
+
+
+def _cache_lines(stderr: str) -> list[str]:
+    from fgrpo_theory._numba_cache import COMPILE_NOTICE
+
+    head = COMPILE_NOTICE.partition("{")[0]
+    return [line for line in stderr.splitlines() if not line.startswith(head)]
+
+
+def test_a_full_cache_disk_costs_one_line_naming_the_folder_never_the_run(tmp_path):
+    """Issue 26: Numba's saver raises ENOSPC from its file writes (as on a full disk); before the
+    fix the run ended in Numba's traceback (exit 1). Now it goes on with the same result and one
+    line naming the folder, and nothing is left in the cache."""
+    root = _package_copy(tmp_path)
+    expected, _ = _run_probe(root, tmp_path / "good")
+    cache = tmp_path / "full"
+    out = _run_probe_raw(root, cache, FULL_DISK)
+    assert out.returncode == 0, out.stderr
+    value, hits = out.stdout.split()
+    assert float(value) == expected and int(hits) == 0
+    lines = _cache_lines(out.stderr)
+    assert len(lines) == 1, out.stderr
+    assert str(cache / "numba") in lines[0] and "No space left on device" in lines[0]
+    assert not [p for p in cache.rglob("*") if p.is_file()]
+
+
+def _mount_full_tmpfs(where: Path) -> bool:
+    where.mkdir()
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)])
+    if done.returncode != 0:
+        return False
+    try:
+        with open(where / "fill", "wb") as f:  # fill the disk to the last block
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+    except OSError:
+        pass
+    return True
+
+
+def test_a_really_full_disk_costs_one_line_never_the_run(tmp_path):
+    """The same on a real full file system (a 64 KiB tmpfs filled to the last block): needs root
+    and mount, else skipped."""
+    import pytest
+
+    disk = tmp_path / "disk"
+    try:
+        if not _mount_full_tmpfs(disk):
+            pytest.skip("needs root and a tmpfs mount")
+        root = _package_copy(tmp_path)
+        expected, _ = _run_probe(root, tmp_path / "good")
+        (disk / "cache").mkdir(mode=0o700)
+        out = _run_probe_raw(root, disk / "cache")
+        assert out.returncode == 0, out.stderr
+        assert float(out.stdout.split()[0]) == expected
+        lines = _cache_lines(out.stderr)
+        assert len(lines) == 1 and str(disk / "cache" / "numba") in lines[0], out.stderr
+    finally:
+        if os.path.ismount(disk):
+            subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_run_without_a_usable_cache_folder_names_and_removes_its_temporary_one(tmp_path):
+    """A missing home folder (never created): the kernels are cached in a private temporary
+    folder for the run. The compile notice named the unusable folder under the missing home,
+    and every such run left its temporary folder behind."""
+    root = _package_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items()}
+    for k in ("NUMBA_CACHE_DIR", "FGRPO_THEORY_CACHE_DIR", "XDG_CACHE_HOME"):
+        env.pop(k, None)
+    env.update(HOME=str(tmp_path / "no-home"), PYTHONPATH=str(root), TMPDIR=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE], capture_output=True, text=True, env=env, cwd=root
+    )
+    assert out.returncode == 0, out.stderr
+    from fgrpo_theory._numba_cache import COMPILE_NOTICE
+
+    head = COMPILE_NOTICE.partition("{")[0]
+    notice = [line for line in out.stderr.splitlines() if line.startswith(head)]
+    assert len(notice) == 1 and str(tmp_path / "t" / "fgrpo-theory-numba-") in notice[0]
+    assert "no-home" not in notice[0]
+    assert not (tmp_path / "no-home").exists()
+    assert list((tmp_path / "t").iterdir()) == []  # the temporary cache folder is gone

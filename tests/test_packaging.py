@@ -73,3 +73,48 @@ def test_mpmath_is_a_runtime_dependency():
         "dependencies"
     ]
     assert any(d.startswith("mpmath") for d in deps)
+
+
+def test_no_module_outside_the_cli_imports_the_cli():
+    """The library never imports the CLI (the console script's shim lives in the CLI layer):
+    every import in every module of the package outside ``fgrpo_theory/cli``, at any depth
+    (function bodies included), read statically with :mod:`ast`."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "fgrpo_theory"
+    offenders = []
+    for path in sorted(pkg.rglob("*.py")):
+        rel = path.relative_to(pkg.parent)
+        if rel.parts[1] == "cli":
+            continue
+        parts = list(rel.with_suffix("").parts)
+        package = parts[:-1]  # a module's package; an __init__'s is its own folder as well
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    mod = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    mod = node.module or ""
+                names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            for name in names:
+                if name == "fgrpo_theory.cli" or name.startswith("fgrpo_theory.cli."):
+                    offenders.append(f"{rel}:{node.lineno}: {name}")
+        text = path.read_text(encoding="utf-8")
+        if "import_module(" in text and "fgrpo_theory.cli" in text:
+            offenders.append(f"{rel}: a dynamic import naming fgrpo_theory.cli")
+    assert offenders == []
+
+
+def test_the_console_script_is_the_cli_layers_shim():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["fgrpo-theory"] == "fgrpo_theory.cli._entry:main"
+    assert not (root / "fgrpo_theory" / "_entry.py").exists()

@@ -91,3 +91,20 @@ def test_load_policy_errors(tmp_path):
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ValueError, match="^logits_path must be a readable UTF-8 text file"):
         load_policy(tmp_path / "bin.csv", n_correct=1)
+
+
+def test_softmax_is_bit_identical_to_scipys():
+    """policy._softmax replaces scipy.special.softmax (start-up: scipy.special is not imported
+    by a simulator run); the bits must be the same, so every result is unchanged."""
+    import numpy as np
+    from scipy.special import softmax
+
+    from fgrpo_theory.policy import _softmax, probabilities
+
+    rng = np.random.default_rng(7)
+    for shape in [(1,), (6,), (1000,), (128_000,), (4, 1024), (3, 5, 7)]:
+        for scale in (1e-3, 1.0, 30.0, 700.0):
+            z = rng.standard_normal(shape) * scale
+            assert np.array_equal(_softmax(z), softmax(z, axis=-1)), (shape, scale)
+    z = np.array([5.0] + [3.0] * 9999 + [0.0] * 118000)
+    assert np.array_equal(probabilities(z), softmax(z))

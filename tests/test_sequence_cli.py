@@ -126,7 +126,7 @@ def test_sigint_stops_between_steps_exit_130(tmp_path):
     text = seen.decode(errors="replace")
     assert proc.returncode == 130, text[-500:]
     last = text.replace("\r", "\n").strip().splitlines()[-1]
-    assert last.startswith("interrupted after rl step "), text[-300:]
+    assert last.startswith("fgrpo-theory: interrupted after rl step "), text[-300:]
     assert last.endswith("/1000000") and int(last.split()[-1].split("/")[0]) >= 3
     assert "Traceback" not in text and proc.stdout.read() == b""
 

@@ -256,7 +256,10 @@ def test_a_held_lock_is_waited_for_with_a_message_naming_its_holder(tmp_path, ca
             '"token"', f'"start": "{sweep._start_time(holder.pid)}", "token"'
         )
         lock.write_text(rec)
-        monkeypatch.setattr(sweep, "LOCK_TTL", 1.5)
+        from fgrpo_theory.sim import locks
+
+        monkeypatch.setattr(locks, "LOCK_TTL", 1.5)
+        monkeypatch.setattr(sweep, "LOCK_TTL", 1.5)  # the waiting message quotes it
         capfd.readouterr()
         t0 = time.monotonic()
         df = run_sweep(SMALL, tmp_path, progress=False)

@@ -9,164 +9,21 @@ exit code 141, as a process killed by SIGPIPE would.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
-
-from ._app import app
-
-# Each command module registers its commands on ``app`` when imported; it keeps heavy imports
-# (numba, matplotlib, the simulator) inside the command functions.
-from . import tail, focal, passk, mass, simulate  # noqa: E402,F401  isort: skip
-from . import diagnose, compare_passk, population  # noqa: E402,F401  isort: skip
-from . import figures, validate, scheme, lr, sequence, plan  # noqa: E402,F401  isort: skip
+from typing import Any
 
 __all__ = ["app", "main"]
 
 
-#: Library arguments set by an option of another name: argument -> (option, words that name it).
-_SET_BY = {
-    "r_correct": ("--rewards", "--rewards R_c"),
-    "r_incorrect": ("--rewards", "--rewards R_w"),
-    "subsets": ("--subset", "--subset"),
-}
+def __getattr__(name: str) -> Any:
+    """``app``, ``main`` and the rest of :mod:`fgrpo_theory.cli._main`, loaded on first use, so
+    that importing this package (the console script's shim, :mod:`fgrpo_theory.cli._entry`)
+    costs nothing and a Ctrl-C while Typer and the commands load is still one line."""
+    if name.startswith("__") or name == "_main":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-
-def _in_option_words(message: str, args: Sequence[str]) -> str:
-    """Name the option, not the library argument, that starts a library message.
-
-    Library functions raise ``"<argument> must be ...; got <value>"``; when the invoked command
-    has the option ``--<argument>`` (underscores as hyphens: ``by_step`` is ``--by-step``; a few
-    arguments are set by an option of another name, :data:`_SET_BY`, and a named entry such as
-    ``subsets.rare`` reads ``--subset rare``) and the user typed it, the message names the option,
-    so a user reads the words they typed; another argument the requirement names in snake_case
-    (``unless dynamic_sampling = 'openrlhf'``) then reads as its option too, where the command
-    has it (``--dynamic-sampling``). Other messages pass as they are (they name an option, a file,
-    a column, or the key of a config file or preset the value came from).
-    """
-    import re
-
-    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:\.(\S+))? must ", message)
-    name = next((a for a in args if not a.startswith("-")), None)
-    if m is None or name is None:
-        return message
+    _main = importlib.import_module(__name__ + "._main")
     try:
-        import typer
-
-        cmd = typer.main.get_command(app).commands.get(name)  # type: ignore[attr-defined]
-    except Exception:  # pragma: no cover - a message must never fail to print
-        return message
-    if cmd is None:
-        return message
-    opts = {o for p in cmd.params for o in getattr(p, "opts", ()) if o.startswith("--")}
-    argument, entry = m.group(1), m.group(2)
-    option = "--" + argument.replace("_", "-")
-    option, words = _SET_BY.get(argument, (option, option))
-    if entry is not None:
-        words = f"{words} {entry}"
-    typed = any(a == option or a.startswith(option + "=") for a in args)
-    # only an option the user typed: a value from a config file or preset keeps its key's name
-    if option not in opts or not typed:
-        return message
-    requirement, got, value = message[m.end() - len(" must ") :].partition("; got ")
-
-    def as_option(word: re.Match[str]) -> str:
-        other = "--" + word.group().replace("_", "-")
-        return other if other in opts else word.group()
-
-    requirement = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", as_option, requirement)
-    return words + requirement + got + value
-
-
-#: What an option's value must be, by the kind of number Typer failed to convert it to (Click's
-#: type name, or the head of Pydantic's error type, which newer Typer versions convert with).
-_NUMBER_KINDS = {"integer": "an integer", "int": "an integer", "float": "a number"}
-
-
-def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
-    """``"--steps must be an integer; got '1.5'"`` for an option value Typer could not convert to
-    the option's int or float type, else None.
-
-    Typer's own message names the option but not the value ("Input should be a valid integer");
-    this one reads like every other user error (:func:`fgrpo_theory._validate.fail`), for every
-    int and float option of every command. The value is the last one the user typed for it.
-    """
-    from .._validate import format_value
-
-    param = getattr(e, "param", None)
-    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
-    kind = getattr(getattr(param, "type", None), "name", None)
-    errors = getattr(e.__cause__, "errors", None)
-    if callable(errors):
-        first = (errors() or [{}])[0]
-        kind = str(first.get("type", "")).partition("_")[0]
-    requirement = _NUMBER_KINDS.get(str(kind))
-    typed = None  # (option, value) as last typed: "--steps 1.5" or "--steps=1.5"
-    for i, a in enumerate(args):
-        name, eq, value = a.partition("=")
-        if a in opts and i + 1 < len(args):
-            typed = (a, args[i + 1])
-        elif eq and name in opts:
-            typed = (name, value)
-    if requirement is None or typed is None:
-        return None
-    return f"{typed[0]} must be {requirement}; got {format_value(typed[1])}"
-
-
-def _check_environment() -> None:
-    """Environment variables read by libraries with messages that name nothing: checked here so
-    that the error names the variable (``NUMBA_NUM_THREADS=0``)."""
-    import os
-
-    from .._validate import fail
-
-    value = os.environ.get("NUMBA_NUM_THREADS")
-    if value is not None and value.strip() != "":
-        text = value.strip()
-        if not (text.isdigit() and len(text) <= 6 and int(text) >= 1):
-            fail("NUMBA_NUM_THREADS", value, "a positive integer (environment variable)")
-
-
-def _error(message: str) -> int:
-    print("Error: " + " ".join(str(message).split()), file=sys.stderr)
-    return 2
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return (and, as a console script, exit with) the exit code."""
-    import typer
-
-    from ._common import StdoutClosed
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        args = ["--help"]
-    try:
-        _check_environment()
-        rv = app(args=args, prog_name="fgrpo-theory", standalone_mode=False)
-    except typer.Exit as e:
-        code = e.exit_code
-    except typer.Abort:
-        code = _error("aborted")
-    except KeyboardInterrupt:
-        print("fgrpo-theory: interrupted", file=sys.stderr)
-        code = 130
-    except StdoutClosed:
-        code = 141
-    except MemoryError:
-        code = _error("out of memory: the request is too large for this machine; ask for less")
-    except ValueError as e:
-        code = _error(_in_option_words(str(e), args))
-    except OSError as e:  # a path the user gave cannot be read or written
-        where = f" '{e.filename}'" if e.filename else ""
-        code = _error(f"cannot use the path{where}: {e.strerror or e}")
-    except Exception as e:  # Typer's usage errors (bad option, missing value, ...)
-        if hasattr(e, "format_message") and hasattr(e, "exit_code"):
-            _error(_unconverted_number(e, args) or e.format_message())
-            code = e.exit_code or 2
-        else:
-            raise
-    else:
-        code = rv if isinstance(rv, int) else 0
-    if argv is None:
-        sys.exit(code)
-    return code
+        return getattr(_main, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

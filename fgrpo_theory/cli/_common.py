@@ -73,6 +73,12 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+#: What a command stopped by Ctrl-C had finished ("rl step 3/40"): :func:`cli.main` appends it
+#: to its one "interrupted" line (Typer turns the KeyboardInterrupt into an exit code, so the
+#: exception's text cannot travel with it).
+INTERRUPTED_AFTER: list[str] = []
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (``| head``): stop quietly (``main`` exits 141)."""
 

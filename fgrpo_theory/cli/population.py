@@ -118,7 +118,8 @@ def population_cmd(
                     cfgs, out, scheduler=spec, resume=resume, threads=threads, progress=show
                 )
         except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)  # files are written whole (atomically) or not
+            # files are written whole (atomically) or not
+            # the one line is printed by cli.main (exit code 130)
             raise typer.Exit(130) from None
     folder.report()
     last = df[(df["step"] == df["steps"]) & (df["bucket"] == "all")]

@@ -81,10 +81,15 @@ def sequence_cmd(
 
     try:
         df = run_sequence(cfg, cache=cache, progress=progress, lemma_check=lemma_check)
-    except KeyboardInterrupt as e:  # between steps (the SFT cache is written whole or not at all)
+    except KeyboardInterrupt as e:
+        # between steps (the SFT cache is written whole or not at all); cli.main prints the one
+        # line, with the step the run stopped after (exit code 130)
+        from ._common import INTERRUPTED_AFTER
+
         if show:
             print(file=sys.stderr)
-        typer.echo(f"interrupted after {e.args[0]}" if e.args else "interrupted", err=True)
+        if e.args and isinstance(e.args[0], str):
+            INTERRUPTED_AFTER.append(e.args[0])
         raise typer.Exit(130) from None
     # no value (held-out rows have no groups; single-solution prompts no rare set): empty / null
     cols = _COLUMNS + (["p_tail_miss", "p_tail_miss_lemma", "tail_miss_z"] if lemma_check else [])

@@ -53,11 +53,16 @@ def _shown(df, k: str) -> bool:
 
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
 _BAR_SECONDS = 3.0
-_D = SimConfig()  # the defaults shown in --help (a preset or --config file overrides them)
 
 
 def _dflt(name: str) -> str:
-    v = getattr(_D, name)
+    """SimConfig's default of field ``name``, as ``--help`` shows it (a preset or --config file
+    overrides it). Read from the dataclass's fields: building a config at import time cost
+    every command (``--help`` too) the import of the advantage presets and SciPy."""
+    import dataclasses
+
+    f = SimConfig.__dataclass_fields__[name]
+    v = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
     if isinstance(v, tuple):
         return ",".join(str(x) for x in v)
     if isinstance(v, bool):
@@ -261,7 +266,7 @@ def simulate_cmd(
         except KeyboardInterrupt:
             # the kernels run in chunks of about half a second, so Ctrl-C lands here promptly;
             # results are written only after a config completes (atomically): none half-written
-            typer.echo("interrupted", err=True)
+            # the one line is printed by cli.main (exit code 130)
             raise typer.Exit(130) from None
         except MemoryError:
             fail("--seeds", "this run", "a run whose output fits in memory (out of memory)")
@@ -331,7 +336,7 @@ def _run_controls(
         try:
             res = run_comparison(cfg, seeds=cfg.seeds, threads=threads)
         except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
+            # the one line is printed by cli.main (exit code 130)
             raise typer.Exit(130) from None
         pm = res.attrs.get("progress_match")
         if pm is not None:

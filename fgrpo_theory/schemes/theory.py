@@ -22,7 +22,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy.stats import betabinom, binom
 
 from .._validate import check_array, check_integer, check_scalar, fail
 from .base import Scheme, parse_scheme
@@ -131,6 +130,8 @@ def difficulty_profile(
     n, _, _, d = _increments(scheme, N, r_correct, r_incorrect)
     m = _mu(mu, n)
     y = np.arange(n)
+    from scipy.stats import binom  # on use: importing scipy.stats costs 0.5-2 s
+
     pmf = binom.pmf(y, n - 1, m.reshape(m.shape + (1,)))
     return _out((pmf * d).sum(axis=-1))
 
@@ -156,6 +157,8 @@ def implied_objective(
     n, _, _, d = _increments(scheme, N, r_correct, r_incorrect)
     m = _mu(mu, n)
     y = np.arange(n)
+    from scipy.stats import binom  # on use: importing scipy.stats costs 0.5-2 s
+
     tail = binom.sf(y, n, m.reshape(m.shape + (1,)))
     return _out((tail * d).sum(axis=-1) / n)
 
@@ -256,6 +259,8 @@ def passk_weights(
 
 def _difficulty_pmf(difficulty: Any, n: int) -> np.ndarray:
     """Pr(X = x), x = 0..N, for X ~ Binomial(N, mu) with mu from the difficulty distribution."""
+    from scipy.stats import betabinom, binom  # on use: importing scipy.stats costs 0.5-2 s
+
     X = np.arange(n + 1)
     if isinstance(difficulty, Beta):
         return betabinom.pmf(X, n, difficulty.a, difficulty.b)
