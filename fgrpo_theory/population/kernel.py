@@ -54,7 +54,7 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
 )
 from ..sim.rng import _mix64, new_stream, next_uniform
 from .kadam import MAX_TABLE, _adam_catchup, _adam_idle, adam_table
-from .kfast import _exp_shift_v, _prompt_metrics_row, _sample_iid_pre
+from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_row, _sgd_p
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -96,14 +96,15 @@ def _sgd_grad(z, gasc, lr, wd):
 
 
 @jit_fast_inline
-def _scratch(K, N):
+def _scratch(K, N, like):
     """A run's scratch arrays: a prompt's logits ``zb``, ``e = exp(zb - max)``, the sampler's
     block CDF ``cum``, the coefficients ``cvec``, the theta gradient ``gth``, the running sums
     inside the blocks ``pre``, the draw counts ``cnt`` and the drawn actions ``touched`` (one
-    slot more than ``min(N, K)``: branch-free writes)."""
+    slot more than ``min(N, K)``: branch-free writes). ``zb`` and ``e`` in the precision of the
+    array ``like`` (the logits)."""
     return (
-        np.empty(K), np.empty(K), np.empty(K), np.zeros(K), np.zeros(K), np.empty(K),
-        np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
+        np.empty_like(like), np.empty_like(like), np.empty(K), np.zeros(K), np.zeros(K),
+        np.empty(K), np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
     )  # fmt: skip
 
 
@@ -156,8 +157,8 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
     """
     N = alg.N
     m = _max(z)
-    S = _exp_shift_v(z, e, m)
-    nd, X = _sample_iid_pre(e, cum, pre, correct_p, N, state, cnt, touched)
+    S = _exp_p(z, e, m, cum)
+    nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
     counts[C_GROUPS] += 1
     if 0 < X < N:
         counts[C_ACTIVE] += 1
@@ -173,7 +174,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
         r = 0
         while keep[X] == 0 and r < alg.max_res:
             _clear_counts(cnt, touched, nd)
-            nd, X = _sample_iid_pre(e, cum, pre, correct_p, N, state, cnt, touched)
+            nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
             r += 1
         counts[C_RESAMPLES] += r
     inv_s = 1.0 / S
@@ -233,7 +234,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     hi_b = 1.0 + alg.clip_hi
     theta = theta0.copy()
     phi = phi0.copy()
-    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N)
+    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta0)
     D = min(N, K)
     # the batch's sampled groups, kept for inner updates 2 .. inner: actions, counts, X, p_old
     nb = B if inner > 1 else 1
@@ -246,8 +247,8 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     decoupled = opt == OPT_ADAMW
     train_phi = lr_prompt > 0.0
     train_theta = lr_shared > 0.0
-    mm = np.zeros((n_train if (use_adam and train_phi) else 1, K))
-    vv = np.zeros((n_train if (use_adam and train_phi) else 1, K))
+    mm = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
+    vv = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
     tp = np.zeros(n_train, np.int64)
     mth = np.zeros(K if use_adam else 1)
     vth = np.zeros(K if use_adam else 1)
@@ -263,9 +264,10 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     nact = np.zeros(na, np.int64)
     isact = np.zeros((na, K if lazy else 1), np.uint8)
     last = np.zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
-    bz = np.empty(K if lazy else 1)  # the catch-up's contiguous buffers
-    bm = np.empty(K if lazy else 1)
-    bv = np.empty(K if lazy else 1)
+    bz = np.empty(K if lazy else 1, phi0.dtype)  # the catch-up's contiguous buffers
+    bm = np.empty(K if lazy else 1, phi0.dtype)
+    bv = np.empty(K if lazy else 1, phi0.dtype)
+    zm = np.empty(K)  # float64 logits of the metrics
     counts = np.zeros((n_train, N_CNT), np.int64)
     if sr is not None:
         lik = sr.kind != SCH_TABLE
@@ -284,7 +286,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     li = 0
     t = 0  # optimizer steps taken (one per inner update)
     if log_steps[0] == 0:
-        _log_all(theta, phi, correct, rare, zb, out_p[0])
+        _log_all(theta, phi, correct, rare, zm, out_p[0])
         li = 1
     for step in range(1, steps + 1):
         if pos + B > n_train:
@@ -358,7 +360,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                     nd = ndb[b]
                     for i in range(K):
                         zb[i] = theta[i] + phi[p, i]
-                    S = _exp_shift_v(zb, e, _max(zb))
+                    S = _exp_p(zb, e, _max(zb), cum)
                     inv_s = 1.0 / S
                     for j in range(nd):
                         cnt[tch[j]] = cb[b, j]
@@ -393,15 +395,15 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                             gth[i] += (cvec[i] - e[i] * inv_s * C) * inv_n
                 if train_phi:  # phi_p's gradient depends on prompt p only: update it now
                     if opt == OPT_SGD:
-                        _sgd(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd)
+                        _sgd_p(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd)
                     else:
                         if adam_per_prompt:
                             tp[p] += 1
                             ta = tp[p]
                         else:
                             ta = t
-                        _adam(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd, decoupled, b1,
-                              b2, eps, ta, mm[p], vv[p])  # fmt: skip
+                        _adam_p(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd, decoupled, b1,
+                                b2, eps, ta, mm[p], vv[p])  # fmt: skip
                         if lazy:
                             last[p] = t
                             if C == 0.0:  # only the sampled strategies had a gradient
@@ -449,7 +451,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                                       lr_prompt, wd, decoupled, b1, b2, eps, tab, bz, bm,
                                       bv)  # fmt: skip
                         last[q] = t
-            _log_all(theta, phi, correct, rare, zb, out_p[li])
+            _log_all(theta, phi, correct, rare, zm, out_p[li])
             for q in range(n_train):
                 for j in range(N_CNT):
                     out_c[li, q, j] = counts[q, j]
@@ -485,7 +487,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
     """
     K = theta.shape[0]
     N = alg.N
-    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N)
+    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta)
     pold = np.empty(1)
     counts = np.zeros(N_CNT, np.int64)
     state = new_stream(key)

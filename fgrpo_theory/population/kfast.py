@@ -26,7 +26,17 @@ from numba import types
 from numba.extending import intrinsic
 
 from ..sim._jit import jit_fast, jit_fast_inline
-from ..sim.kcore import _BLOCK, _kadd2, _max, _nonzero_below, _sum8, _tally
+from ..sim.kcore import (
+    _BLOCK,
+    _adam,
+    _kadd2,
+    _max,
+    _nonzero_below,
+    _sgd,
+    _sum8,
+    _tally,
+)
+from ..sim.kfloat import _adam32_entry, _exp32_entry, _is_f32, _sgd32_entry
 from ..sim.rng import next_uniform
 
 _LOG2E = 1.4426950408889634  # the constants of kcore._vexp_shift
@@ -117,9 +127,8 @@ def _exp_shift_v(z, e, m):
 
 @jit_fast_inline
 def _block_prefix(e, cum, pre, K):
-    """Block CDF ``cum[b]`` (as kcore._sample_iid builds it) and, in ``pre``, the running sums
-    that kcore._walk forms inside each block: ``pre[k] = cum[b-1] + e[lo] + ... + e[k]`` in that
-    order (four full blocks at a time: independent chains). Returns (number of blocks, total)."""
+    """Block CDF ``cum[b]`` (as kcore._sample_iid builds it) and the running sums inside the
+    blocks (:func:`_prefix_from_cum`). Returns (number of blocks, total)."""
     nb = (K + _BLOCK - 1) // _BLOCK
     acc = 0.0
     for b in range(nb):
@@ -127,6 +136,16 @@ def _block_prefix(e, cum, pre, K):
         hi = min(lo + _BLOCK, K)
         acc += _sum8(e[lo:hi])
         cum[b] = acc
+    _prefix_from_cum(e, cum, pre, K)
+    return nb, acc
+
+
+@jit_fast_inline
+def _prefix_from_cum(e, cum, pre, K):
+    """The running sums that kcore._walk forms inside each block of the block CDF ``cum``:
+    ``pre[k] = cum[b-1] + e[lo] + ... + e[k]`` in float64, in that order (four full blocks at
+    a time: independent chains)."""
+    nb = (K + _BLOCK - 1) // _BLOCK
     nf = K // _BLOCK  # full blocks
     b = 0
     while b + 4 <= nf:
@@ -152,7 +171,33 @@ def _block_prefix(e, cum, pre, K):
             c += e[k]
             pre[k] = c
         b += 1
-    return nb, acc
+
+
+@jit_fast_inline
+def _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched):
+    """N draws by inverse CDF over the block CDF ``cum`` and the running sums ``pre``: a binary
+    search over blocks, then the first action of the block whose running sum exceeds the
+    target, or the block's last action (the sums are non-decreasing, so that is the block's
+    first plus the number of sums <= the target before its last: a branch-free count)."""
+    K = e.shape[0]
+    nd = 0
+    X = 0
+    for _ in range(N):
+        t = next_uniform(state) * total
+        lo = 0
+        hi = nb - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cum[mid] > t:
+                hi = mid
+            else:
+                lo = mid + 1
+        a = lo * _BLOCK
+        c = 0
+        for k in range(a, min(a + _BLOCK, K) - 1):
+            c += pre[k] <= t
+        nd, X = _tally(_nonzero_below(e, a + c), nd, X, touched, cnt, correct)
+    return nd, X
 
 
 @jit_fast_inline
@@ -161,8 +206,7 @@ def _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched):
 
     For K > 16: the same block CDF and binary search over blocks; inside the block the first
     action whose running sum (:func:`_block_prefix`) exceeds the target, or the block's last
-    action, as kcore._walk stops there: the sums are non-decreasing, so that action is the
-    block's first plus the number of sums <= the target before its last (a branch-free count).
+    action, as kcore._walk stops there (:func:`_draw_blocks`).
     """
     K = e.shape[0]
     nd = 0
@@ -180,22 +224,7 @@ def _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched):
             nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
         return nd, X
     nb, total = _block_prefix(e, cum, pre, K)
-    for _ in range(N):
-        t = next_uniform(state) * total
-        lo = 0
-        hi = nb - 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if cum[mid] > t:
-                hi = mid
-            else:
-                lo = mid + 1
-        a = lo * _BLOCK
-        c = 0  # the running sums are non-decreasing: those <= t are a prefix of the block
-        for k in range(a, min(a + _BLOCK, K) - 1):
-            c += pre[k] <= t
-        nd, X = _tally(_nonzero_below(e, a + c), nd, X, touched, cnt, correct)
-    return nd, X
+    return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
 
 
 @jit_fast
@@ -224,3 +253,47 @@ def _prompt_metrics_row(z, correct, rare, row):
     row[1] = s3 + c3
     row[2] = s1 + c1
     row[3] = s4 + c4
+
+
+# Precision dispatchers of the population kernel (``precision = "float32"``): float32 logits
+# take the simulator's float32 primitives (:mod:`fgrpo_theory.sim.kfloat`: float32 exp fused with
+# the block CDF, its sampler, the float32 SGD / Adam loops); the branch is a compile-time
+# constant, so a float64 kernel is the float64 code above alone, bit for bit.
+
+
+@jit_fast_inline
+def _exp_p(z, e, m, cum):
+    """``e = exp(z - m)``; returns ``sum(e)``. Float32: also the block CDF into ``cum``."""
+    if _is_f32(z):
+        return _exp32_entry(z, e, m, cum)
+    return _exp_shift_v(z, e, m)
+
+
+@jit_fast_inline
+def _draw_p(e, S, cum, pre, correct, N, state, cnt, touched):
+    """N i.i.d. draws; returns (distinct, X). Float32 reads the block CDF of :func:`_exp_p`
+    (kfloat._draw32 with the walk inside the block replaced as in :func:`_sample_iid_pre`)."""
+    if _is_f32(e):  # kfloat._draw32's i.i.d. draws, the walk replaced as in float64
+        K = e.shape[0]
+        _prefix_from_cum(e, cum, pre, K)
+        return _draw_blocks(e, cum, pre, (K + _BLOCK - 1) // _BLOCK, S, correct, N, state, cnt,
+                            touched)  # fmt: skip
+    return _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched)
+
+
+@jit_fast_inline
+def _sgd_p(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    """One SGD step of a prompt's logits in their precision."""
+    if _is_f32(z):
+        _sgd32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd)
+    else:
+        _sgd(z, e, inv_s, cvec, C, inv_n, lr, wd)
+
+
+@jit_fast_inline
+def _adam_p(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
+    """One Adam / AdamW step of a prompt's logits in their precision."""
+    if _is_f32(z):
+        _adam32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
+    else:
+        _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
