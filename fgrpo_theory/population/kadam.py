@@ -23,6 +23,7 @@ import numpy as np
 
 from ..sim._jit import jit_exact
 from ..sim.kcore import _adam_move, _adam_scalars
+from ..sim.kfloat import _is_f32
 
 #: the scalar table covers runs of up to this many optimizer steps (longer runs compute the
 #: scalars per step, as before: same values)
@@ -54,8 +55,32 @@ def _scalars_at(tab, lr, wd, decoupled, b1, b2, eps, t):
 
 @jit_exact
 def _adam_idle(z, lr, wd, decoupled, b1, b2, eps, t, mm, vv, tab):
-    """Adam step of parameters with zero surrogate gradient (a prompt outside the batch)."""
+    """Adam step of parameters with zero surrogate gradient (a prompt outside the batch).
+
+    Float32 parameters (``precision = "float32"``): the scalars rounded to float32 once and the
+    loop in float32, as :func:`fgrpo_theory.sim.kfloat._adam32` with a zero surrogate gradient
+    (AdamW's decay part of the one rounded increment); a compile-time branch, so the float64
+    code is the one above alone."""
     sc = _scalars_at(tab, lr, wd, decoupled, b1, b2, eps, t)
+    if _is_f32(z):
+        b1f = np.float32(sc[0])
+        b2f = np.float32(sc[1])
+        a1f = np.float32(sc[2])
+        a2f = np.float32(sc[3])
+        epsf = np.float32(sc[4])
+        stepf = np.float32(sc[5])
+        isbf = np.float32(sc[6])
+        lwdf = np.float32(lr * wd) if decoupled else np.float32(0.0)
+        l2f = np.float32(sc[8])
+        for i in range(z.shape[0]):
+            zi = z[i]
+            g = l2f * zi
+            m = b1f * mm[i] + a1f * g
+            v = b2f * vv[i] + a2f * g * g
+            mm[i] = m
+            vv[i] = v
+            z[i] = zi - (lwdf * zi + stepf * m / (np.sqrt(v) * isbf + epsf))
+        return
     l2 = sc[8]
     for i in range(z.shape[0]):
         zi = z[i]

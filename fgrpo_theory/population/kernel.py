@@ -52,9 +52,10 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _regularizer_coefficients,
     _sgd,
 )
+from ..sim.kfloat import _is_f32
 from ..sim.rng import _mix64, new_stream, next_uniform
 from .kadam import MAX_TABLE, _adam_catchup, _adam_idle, adam_table
-from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_row, _sgd_p
+from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_f32, _prompt_metrics_row, _sgd_p
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -112,11 +113,16 @@ def _scratch(K, N, like):
 def _log_all(theta, phi, correct, rare, zb, out_p):
     """Per-prompt metrics (mu, rare mass, entropy, sum of -log p over rare correct strategies;
     compensated sums in the single-prompt simulator's order, so mu and the entropy equal its
-    ``q_pos`` and ``entropy`` bit for bit on the same logits) of every prompt into ``out_p``."""
+    ``q_pos`` and ``entropy`` bit for bit on the same logits) of every prompt into ``out_p``.
+    Float32 logits: :func:`~.kfast._prompt_metrics_f32` on their float64 values."""
+    eb = np.empty(theta.shape[0] if _is_f32(theta) else 1)
     for p in range(phi.shape[0]):
         for i in range(theta.shape[0]):
             zb[i] = theta[i] + phi[p, i]
-        _prompt_metrics_row(zb, correct[p], rare[p], out_p[p])
+        if _is_f32(theta):  # float32 mode: the cheaper float64 metrics
+            _prompt_metrics_f32(zb, correct[p], rare[p], out_p[p], eb)
+        else:
+            _prompt_metrics_row(zb, correct[p], rare[p], out_p[p])
 
 
 @jit_exact
