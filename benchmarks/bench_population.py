@@ -1,12 +1,24 @@
-"""Population simulator speed: P = 4,096 train + 1,024 test, K = 1,024, B = 256, N = 8, Adam.
+"""Population simulator speed against NumPy (issue 12) and JAX (issue 27).
 
-2,000 steps with test metrics every 50 steps (issue 12, Speed): targets <= 20 s per run on one
-core and >= 5x the vectorized NumPy reference (``reference_numpy_population.py``, same algorithm,
-same random words) measured in the same run. The reference is timed on a prefix of the run
-(``--ref-steps``, default 100) and extrapolated linearly (its cost per step is constant). Also
-checks that both agree on every prompt's success after a few steps. Targets are reported, never
-asserted; the machine's load average is printed with them (compare ratios, not seconds, on a
-shared machine). Run: ``python benchmarks/bench_population.py [--quick]``.
+Part 1, P = 4,096 train + 1,024 test, K = 1,024, B = 256, N = 8, Adam, 2,000 steps with test
+metrics every 50 steps (issue 12, Speed): targets <= 20 s per run on one core and >= 5x the
+vectorized NumPy reference (``reference_numpy_population.py``, same algorithm, same random words)
+measured in the same run. The reference is timed on a prefix of the run (``--ref-steps``, default
+100) and extrapolated linearly (its cost per step is constant). Also checks that both agree on
+every prompt's success after a few steps.
+
+Part 2 (issue 27, target 3): the population kernel against the independent JAX reference
+(``reference_jax_population.py``: one ``jax.jit``, ``scan`` over steps, ``vmap`` over seeds) at
+the default size (``PopulationConfig()``: P = P_test = 256, K = 64, B = 32, N = 8, 300 steps,
+metrics every 50 steps, 8 seeds) and at 10x size (P = P_test = 2,560, K = 640, B = 320, 1
+seed), SGD (lr 3) and Adam (lr 0.01), as the presets run them. Kernel: the runner's validation
+and the kernel call, 1 thread; JAX in a clean one-thread subprocess (``_common.RefWorker``);
+calls interleaved, best of repeats, process CPU time. Targets: >= 1.5x JAX float64; the
+kernel's float32 mode, when the config accepts it, >= 1.2x JAX float32.
+
+Targets are reported, never asserted; the machine's load average is printed with them (compare
+ratios, not seconds, on a shared machine). Run: ``python benchmarks/bench_population.py
+[--quick] [--jax-only]``.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import RefWorker, Row, header, measure_many, print_table  # noqa: E402
 from reference_numpy_population import run_reference  # noqa: E402
 
 from fgrpo_theory.population import (  # noqa: E402
@@ -32,12 +45,88 @@ from fgrpo_theory.population import (  # noqa: E402
 from fgrpo_theory.population.runner import advantage_tables  # noqa: E402
 from fgrpo_theory.sim.keys import run_keys  # noqa: E402
 
+SIZES = {
+    "default": dict(seeds=8),
+    "10x": dict(P=2560, P_test=2560, K=640, B=320, seeds=1),
+}
+QUICK = {
+    "default": dict(seeds=2, steps=50, log_every=25),
+    "10x": dict(P=512, P_test=512, K=256, B=64, seeds=1, steps=50, log_every=25),
+}
+LR = {"sgd": 3.0, "adam": 0.01}
+
+
+def bench_jax(quick: bool) -> int:
+    """Part 2: the kernel against the JAX reference (float64, and float32 where accepted)."""
+    import importlib.util
+
+    from fgrpo_theory.population.runner import _run
+
+    if importlib.util.find_spec("jax") is None:
+        print("JAX rows skipped: jax is not installed (pip install -e '.[bench]')")
+        return 0
+    header("Population kernel vs JAX reference (jit + scan + vmap), 1 thread, CPU time")
+    sizes = QUICK if quick else SIZES
+    rows = []
+    with RefWorker(1) as w:
+        for size, kw in sizes.items():
+            for opt, lr in LR.items():
+                cfg = PopulationConfig(optimizer=opt, lr_shared=lr, lr_prompt=lr, **kw)
+                pop = generate_population(cfg)
+                a_c, a_w, _ = advantage_tables(cfg)
+                keys = run_keys(cfg.seed, cfg.seeds)
+                args = (pop.theta0, pop.phi0, pop.correct, pop.rare, pop.n_train, cfg.B, cfg.N,
+                        cfg.steps, cfg.log_every, a_c, a_w, keys, opt, lr, lr)  # fmt: skip
+                fns = {"float64": lambda c=cfg, p=pop: _run(c, p, 1, None)}
+                jfns = {dt: w.timed("reference_jax_population", "run_population", *args, dtype=dt)
+                        for dt in ("float64", "float32")}  # fmt: skip
+                c32 = _float32_config(cfg)
+                if c32 is not None:
+                    fns["float32"] = lambda c=c32, p=pop: _run(c, p, 1, None)
+                for f in (*fns.values(), *jfns.values()):
+                    f()  # compile / warm
+                names = list(fns) + [f"jax {k}" for k in jfns]
+                times = measure_many([*fns.values(), *jfns.values()], repeats=2 if quick else 3)
+                t = dict(zip(names, times, strict=True))
+                label = f"{size} {opt}"
+                for dt, lim in (("float64", 1.5), ("float32", 1.2)):
+                    ref = t[f"jax {dt}"].cpu
+                    rows.append(Row(f"{label}: JAX {dt}", f"{ref:.3f} s"))
+                    if dt in t:
+                        r = ref / t[dt].cpu
+                        ok = None if quick else r >= lim
+                        rows.append(Row(f"{label}: kernel {dt}", f"{t[dt].cpu:.3f} s",
+                                        f">= {lim}x JAX {dt}", f"{r:.2f}x", ok))  # fmt: skip
+                    else:
+                        miss = None if quick else False
+                        rows.append(Row(f"{label}: kernel {dt}", "not available",
+                                        f">= {lim}x JAX {dt}", "", miss))  # fmt: skip
+                r64 = t["jax float32"].cpu / t["float64"].cpu
+                rows.append(Row(f"{label}: kernel float64 vs JAX float32", "", "", f"{r64:.2f}x"))
+    print_table(rows)
+    return 0
+
+
+def _float32_config(cfg):
+    """``cfg`` in float32 if the population has a float32 mode that accepts it, else None."""
+    import dataclasses
+
+    if "precision" not in {f.name for f in dataclasses.fields(cfg)}:
+        return None
+    try:
+        return cfg.replace(precision="float32")
+    except ValueError:
+        return None
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (checks that it runs)")
     ap.add_argument("--ref-steps", type=int, default=100)
+    ap.add_argument("--jax-only", action="store_true", help="only part 2 (kernel vs JAX)")
     a = ap.parse_args()
+    if a.jax_only:
+        return bench_jax(a.quick)
     if a.quick:
         size = dict(P=256, P_test=64, K=128, B=32, steps=100)
     else:
@@ -74,7 +163,8 @@ def main() -> int:
     )
     print(f"max |mu_kernel - mu_numpy| after 5 steps: {diff:.2e} "
           f"({'agree' if diff < 1e-9 else 'DIFFER'})")  # fmt: skip
-    return 0
+    print()
+    return bench_jax(a.quick)
 
 
 if __name__ == "__main__":

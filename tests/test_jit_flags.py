@@ -21,22 +21,23 @@ import hashlib
 import sys
 import numpy as np
 from numba import njit
-from fgrpo_theory.population.kernel import _adam_idle
+from fgrpo_theory.population.kadam import _adam_idle, adam_table
 from fgrpo_theory.sim._jit import FM
 
 @njit(fastmath=FM, error_model="numpy")
-def caller(z, mm, vv, t):
-    _adam_idle(z, 0.01, 0.01, False, 0.9, 0.999, 1e-8, t, mm, vv)
+def caller(z, mm, vv, t, tab):
+    _adam_idle(z, 0.01, 0.01, False, 0.9, 0.999, 1e-8, t, mm, vv, tab)
 
 rng = np.random.default_rng(0)
 z = rng.normal(size=1001)
 mm = rng.normal(size=1001) * 1e-3
 vv = rng.random(1001) * 1e-6
+tab = adam_table(0.01, 0.01, False, 0.9, 0.999, 1e-8, 8)  # covers t = 1 and 5, not 37
 for t in (1, 5, 37):
     if sys.argv[1] == "caller":
-        caller(z, mm, vv, t)
+        caller(z, mm, vv, t, tab)
     else:
-        _adam_idle(z, 0.01, 0.01, False, 0.9, 0.999, 1e-8, t, mm, vv)
+        _adam_idle(z, 0.01, 0.01, False, 0.9, 0.999, 1e-8, t, mm, vv, tab)
 print(hashlib.sha256(z.tobytes() + mm.tobytes() + vv.tobytes()).hexdigest())
 """
 

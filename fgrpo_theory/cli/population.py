@@ -45,6 +45,13 @@ def population_cmd(
         "(the next prompt of the epoch order, as a trainer fills its batch).",
         show_default="redraw",
     ),
+    precision: str | None = typer.Option(
+        None,
+        "--precision",
+        help="Arithmetic of the logits, sampler and optimizer: float64 or float32 (see "
+        "docs/precision.md).",
+        show_default="float64",
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Seeds (overrides)."),
     seed: int | None = typer.Option(None, "--seed", help="Base seed (overrides)."),
     population_seeds: str | None = typer.Option(
@@ -93,7 +100,7 @@ def population_cmd(
         sweep = load_population_sweep(config)
     over = dict(steps=steps, seeds=seeds, seed=seed, dynamic_sampling=dynamic_sampling, algo=algo,
                 inner_updates=inner_updates, clip_low=clip_low, clip_high=clip_high,
-                ds_fill=ds_fill, scheme=scheme)  # fmt: skip
+                ds_fill=ds_fill, scheme=scheme, precision=precision)  # fmt: skip
     sweep.update({k: v for k, v in over.items() if v is not None})
     add_sweep_options(sweep, N=N, gamma=gamma, ds_range=ds_range, dual_clip=dual_clip)
     if population_seeds is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._validate import check_integer, fail
-from ..sim.config import OPTIMIZERS, RULES
+from ..sim.config import OPTIMIZERS, PRECISIONS, RULES
 
 __all__ = [
     "PopulationConfig",
@@ -135,6 +135,14 @@ class PopulationConfig:
         k values of pass@k and rare coverage@k (<= 1,024 by default list).
     buckets : tuple of float
         Inner edges of the mu_0 difficulty buckets.
+    precision : {"float64", "float32"}
+        Arithmetic of the logits, the softmax, the sampler and the optimizer (as the single-prompt
+        simulator's ``precision``; docs/precision.md): float32 logits ``theta`` and ``phi_p``,
+        float32 weights with float64 block sums, float32 Adam moments of the prompts (theta's
+        update is computed in float64 and rounded to float32); the logged metrics are computed
+        in float64 from the float32 logits. Configs float32 cannot run faithfully are refused
+        in one line (likelihood-aware schemes and regularizers, logits or step sizes beyond
+        float32's resolution). Enters the config hash only when not float64.
     """
 
     name: str = "population"
@@ -180,6 +188,7 @@ class PopulationConfig:
     pass_k: tuple[int, ...] = (1, 4, 16, 64, 256, 1024)
     buckets: tuple[float, ...] = (0.2, 0.5, 0.8)
     scheme: str = ""
+    precision: str = "float64"
 
     def __post_init__(self) -> None:
         s = object.__setattr__
@@ -270,7 +279,9 @@ class PopulationConfig:
 
         get_convention(self.advantage)  # its one-line error names advantage and the value
         # the training scheme: folded and checked by the simulator's rule (one rule, one message)
-        folded = self._algorithm_scheme()
+        if self.precision not in PRECISIONS:
+            fail("precision", self.precision, "one of " + ", ".join(PRECISIONS))
+        folded = self._algorithm_scheme()  # refuses a float32 scheme the kernel runs in float64
         s(self, "advantage", folded.advantage)
         s(self, "gamma", folded.gamma)
         s(self, "scheme", folded.scheme)
@@ -287,6 +298,7 @@ class PopulationConfig:
             scheme=self.scheme,
             r_correct=rc,
             r_incorrect=rw,
+            precision=self.precision,
         )
 
     def training_scheme(self):
@@ -428,6 +440,8 @@ def population_config_hash(cfg: PopulationConfig) -> str:
     d = cfg.to_dict()
     if not d["scheme"]:  # added after hashes were in use: an empty value keeps the older hashes
         del d["scheme"]
+    if d["precision"] == "float64":  # likewise
+        del d["precision"]
     for nm in ("pass_rates", "correctness"):
         v = getattr(cfg, nm)
         if v is not None and Path(v).is_file():

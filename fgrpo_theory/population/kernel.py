@@ -47,16 +47,15 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _clear_counts,
     _coefficients,
     _coefficients_at,
-    _exp_shift,
-    _kadd,
     _likelihood_advantages,
-    _log_norm,
     _max,
     _regularizer_coefficients,
-    _sample_iid,
     _sgd,
 )
+from ..sim.kfloat import _is_f32
 from ..sim.rng import _mix64, new_stream, next_uniform
+from .kadam import MAX_TABLE, _adam_catchup, _adam_idle, adam_table
+from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_f32, _prompt_metrics_row, _sgd_p
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -80,41 +79,6 @@ def stream_uniforms(key, n):
     return out
 
 
-@jit_exact
-def _adam_idle(z, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
-    """Adam step of parameters with zero surrogate gradient (a prompt outside the batch).
-
-    Strict IEEE arithmetic (no fastmath) on purpose, as in :func:`_adam_catchup`: with fastmath
-    LLVM may fuse ``sqrt(v) * isb + eps`` into an FMA in the vectorized loop body but not in the
-    scalar remainder, so an element's rounding would depend on its position in the loop.
-    """
-    sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
-    l2 = sc[8]
-    for i in range(z.shape[0]):
-        zi = z[i]
-        _adam_move(z, mm, vv, i, zi, l2 * zi, sc)
-
-
-@jit_exact
-def _adam_catchup(z, mm, vv, idx, n, t0, t1, lr, wd, decoupled, b1, b2, eps):
-    """Replay the idle Adam steps ``t0 + 1 .. t1`` of a prompt outside the batch, lazily.
-
-    Only the elements ``idx[:n]`` with Adam state (ever a nonzero gradient) are replayed: an
-    element whose moments are zero stays exactly where it is when its gradient is zero (no weight
-    decay: the caller uses this only for ``wd == 0``). Each replayed step is :func:`_adam_idle`'s
-    element arithmetic with the same scalars, computed in the same place (a table of them would
-    let LLVM fold them differently), so the result equals the eager per-step updates bit for bit
-    (``tests/test_population.py`` checks it); steps are the outer loop.
-    """
-    for t in range(t0 + 1, t1 + 1):
-        sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
-        l2 = sc[8]
-        for j in range(n):
-            i = idx[j]
-            zi = z[i]
-            _adam_move(z, mm, vv, i, zi, l2 * zi, sc)
-
-
 @jit_elementwise
 def _adam_grad(z, gasc, lr, wd, decoupled, b1, b2, eps, t, mm, vv):
     """Adam step of ``z`` given the ascent direction ``gasc`` (the shared logits theta)."""
@@ -133,53 +97,32 @@ def _sgd_grad(z, gasc, lr, wd):
 
 
 @jit_fast_inline
-def _scratch(K, N):
+def _scratch(K, N, like):
     """A run's scratch arrays: a prompt's logits ``zb``, ``e = exp(zb - max)``, the sampler's
-    CDF ``cum``, the coefficients ``cvec``, the theta gradient ``gth``, the exp's exponent bits
-    ``ibuf`` and their float view ``sc``, the draw counts ``cnt`` and the drawn actions
-    ``touched`` (one slot more than ``min(N, K)``: branch-free writes)."""
-    ibuf = np.empty(K, np.int64)
+    block CDF ``cum``, the coefficients ``cvec``, the theta gradient ``gth``, the running sums
+    inside the blocks ``pre``, the draw counts ``cnt`` and the drawn actions ``touched`` (one
+    slot more than ``min(N, K)``: branch-free writes). ``zb`` and ``e`` in the precision of the
+    array ``like`` (the logits)."""
     return (
-        np.empty(K), np.empty(K), np.empty(K), np.zeros(K), np.zeros(K), ibuf,
-        ibuf.view(np.float64), np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
+        np.empty_like(like), np.empty_like(like), np.empty(K), np.zeros(K), np.zeros(K),
+        np.empty(K), np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
     )  # fmt: skip
 
 
 @jit_fast
-def _prompt_metrics(z, correct, rare, row, acc, cmp):
-    """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z).
-
-    Compensated sums in the single-prompt simulator's order, so mu and the entropy equal its
-    ``q_pos`` and ``entropy`` bit for bit on the same logits.
-    """
-    K = z.shape[0]
-    for j in range(5):
-        acc[j] = 0.0
-        cmp[j] = 0.0
-    m, ls = _log_norm(z, acc, cmp)
-    for i in range(K):
-        lp = z[i] - m - ls  # written out, as in the simulator's _metrics: the same terms
-        p = np.exp(lp)  # through an inlined helper measured 3x slower (K = 128,000)
-        _kadd(acc, cmp, 1, -p * lp)
-        if correct[i]:
-            _kadd(acc, cmp, 2, p)
-            if rare[i]:
-                _kadd(acc, cmp, 3, p)
-                _kadd(acc, cmp, 4, -lp)
-    row[P_MU] = acc[2] + cmp[2]
-    row[P_TAU] = acc[3] + cmp[3]
-    row[P_ENT] = acc[1] + cmp[1]
-    row[P_NLL] = acc[4] + cmp[4]
-
-
-@jit_fast
 def _log_all(theta, phi, correct, rare, zb, out_p):
-    acc = np.zeros(5)
-    cmp = np.zeros(5)
+    """Per-prompt metrics (mu, rare mass, entropy, sum of -log p over rare correct strategies;
+    compensated sums in the single-prompt simulator's order, so mu and the entropy equal its
+    ``q_pos`` and ``entropy`` bit for bit on the same logits) of every prompt into ``out_p``.
+    Float32 logits: :func:`~.kfast._prompt_metrics_f32` on their float64 values."""
+    eb = np.empty(theta.shape[0] if _is_f32(theta) else 1)
     for p in range(phi.shape[0]):
         for i in range(theta.shape[0]):
             zb[i] = theta[i] + phi[p, i]
-        _prompt_metrics(zb, correct[p], rare[p], out_p[p], acc, cmp)
+        if _is_f32(theta):  # float32 mode: the cheaper float64 metrics
+            _prompt_metrics_f32(zb, correct[p], rare[p], out_p[p], eb)
+        else:
+            _prompt_metrics_row(zb, correct[p], rare[p], out_p[p])
 
 
 @jit_exact
@@ -207,7 +150,7 @@ def _next_prompt(perm, pos, ostate, inbatch, drawn):
 
 
 @jit_fast
-def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched, cvec, ibuf, sc,
+def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched, cvec, pre,
                     adv_c, adv_w, alg, counts, pold):  # fmt: skip
     """Sample one group of prompt ``z``; fill ``cvec`` (c_k = n_k A_k s_k); return
     ``(C, inv_s, nd, X)``.
@@ -220,8 +163,8 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
     """
     N = alg.N
     m = _max(z)
-    S = _exp_shift(z, e, m, ibuf, sc)
-    nd, X = _sample_iid(e, cum, correct_p, N, state, cnt, touched)
+    S = _exp_p(z, e, m, cum)
+    nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
     counts[C_GROUPS] += 1
     if 0 < X < N:
         counts[C_ACTIVE] += 1
@@ -237,7 +180,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
         r = 0
         while keep[X] == 0 and r < alg.max_res:
             _clear_counts(cnt, touched, nd)
-            nd, X = _sample_iid(e, cum, correct_p, N, state, cnt, touched)
+            nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
             r += 1
         counts[C_RESAMPLES] += r
     inv_s = 1.0 / S
@@ -251,7 +194,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
 @jit_fast
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
             key, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
-            sparse, out_p, out_c):  # fmt: skip
+            sparse, tab, out_p, out_c):  # fmt: skip
     """One run; fills ``out_p[n_log, P_all, N_PMET]`` and ``out_c[n_log, n_train, N_CNT]``.
 
     ``alg`` is the simulator's :class:`fgrpo_theory.sim.records.Algorithm` record (group size,
@@ -297,7 +240,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     hi_b = 1.0 + alg.clip_hi
     theta = theta0.copy()
     phi = phi0.copy()
-    zb, e, cum, cvec, gth, ibuf, sc, cnt, touched = _scratch(K, N)
+    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta0)
     D = min(N, K)
     # the batch's sampled groups, kept for inner updates 2 .. inner: actions, counts, X, p_old
     nb = B if inner > 1 else 1
@@ -310,8 +253,8 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     decoupled = opt == OPT_ADAMW
     train_phi = lr_prompt > 0.0
     train_theta = lr_shared > 0.0
-    mm = np.zeros((n_train if (use_adam and train_phi) else 1, K))
-    vv = np.zeros((n_train if (use_adam and train_phi) else 1, K))
+    mm = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
+    vv = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
     tp = np.zeros(n_train, np.int64)
     mth = np.zeros(K if use_adam else 1)
     vth = np.zeros(K if use_adam else 1)
@@ -327,6 +270,10 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     nact = np.zeros(na, np.int64)
     isact = np.zeros((na, K if lazy else 1), np.uint8)
     last = np.zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
+    bz = np.empty(K if lazy else 1, phi0.dtype)  # the catch-up's contiguous buffers
+    bm = np.empty(K if lazy else 1, phi0.dtype)
+    bv = np.empty(K if lazy else 1, phi0.dtype)
+    zm = np.empty(K)  # float64 logits of the metrics
     counts = np.zeros((n_train, N_CNT), np.int64)
     if sr is not None:
         lik = sr.kind != SCH_TABLE
@@ -345,7 +292,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     li = 0
     t = 0  # optimizer steps taken (one per inner update)
     if log_steps[0] == 0:
-        _log_all(theta, phi, correct, rare, zb, out_p[0])
+        _log_all(theta, phi, correct, rare, zm, out_p[0])
         li = 1
     for step in range(1, steps + 1):
         if pos + B > n_train:
@@ -366,12 +313,13 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                         p = perm[pos + b]
                     if lazy and last[p] < t - 1:
                         _adam_catchup(phi[p], mm[p], vv[p], act[p], nact[p], last[p], t - 1,
-                                      lr_prompt, wd, decoupled, b1, b2, eps)  # fmt: skip
+                                      lr_prompt, wd, decoupled, b1, b2, eps, tab, bz, bm,
+                                      bv)  # fmt: skip
                     for i in range(K):
                         zb[i] = theta[i] + phi[p, i]
                     C, inv_s, nd, X = _group_gradient(
                         zb, e, cum, correct[p], rare[p], has_rare[p], state, cnt, touched, cvec,
-                        ibuf, sc, adv_c, adv_w, alg, counts[p], pb[0],
+                        pre, adv_c, adv_w, alg, counts[p], pb[0],
                     )  # fmt: skip
                     if fill and keep[X] == 0 and ndrop < cap:  # dropped: draw another prompt
                         drawn[p] = True
@@ -418,7 +366,7 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                     nd = ndb[b]
                     for i in range(K):
                         zb[i] = theta[i] + phi[p, i]
-                    S = _exp_shift(zb, e, _max(zb), ibuf, sc)
+                    S = _exp_p(zb, e, _max(zb), cum)
                     inv_s = 1.0 / S
                     for j in range(nd):
                         cnt[tch[j]] = cb[b, j]
@@ -453,15 +401,15 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                             gth[i] += (cvec[i] - e[i] * inv_s * C) * inv_n
                 if train_phi:  # phi_p's gradient depends on prompt p only: update it now
                     if opt == OPT_SGD:
-                        _sgd(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd)
+                        _sgd_p(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd)
                     else:
                         if adam_per_prompt:
                             tp[p] += 1
                             ta = tp[p]
                         else:
                             ta = t
-                        _adam(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd, decoupled, b1,
-                              b2, eps, ta, mm[p], vv[p])  # fmt: skip
+                        _adam_p(phi[p], e, inv_s, cvec, C, inv_n, lr_prompt, wd, decoupled, b1,
+                                b2, eps, ta, mm[p], vv[p])  # fmt: skip
                         if lazy:
                             last[p] = t
                             if C == 0.0:  # only the sampled strategies had a gradient
@@ -488,7 +436,8 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
             if train_phi and use_adam and not adam_per_prompt and not lazy:
                 for q in range(n_train):
                     if not inbatch[q]:
-                        _adam_idle(phi[q], lr_prompt, wd, decoupled, b1, b2, eps, t, mm[q], vv[q])
+                        _adam_idle(phi[q], lr_prompt, wd, decoupled, b1, b2, eps, t, mm[q], vv[q],
+                                   tab)  # fmt: skip
             if train_theta:
                 if opt == OPT_SGD:
                     _sgd_grad(theta, gth, lr_shared, wd)
@@ -505,9 +454,10 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
                 for q in range(n_train):
                     if last[q] < t:
                         _adam_catchup(phi[q], mm[q], vv[q], act[q], nact[q], last[q], t,
-                                      lr_prompt, wd, decoupled, b1, b2, eps)  # fmt: skip
+                                      lr_prompt, wd, decoupled, b1, b2, eps, tab, bz, bm,
+                                      bv)  # fmt: skip
                         last[q] = t
-            _log_all(theta, phi, correct, rare, zb, out_p[li])
+            _log_all(theta, phi, correct, rare, zm, out_p[li])
             for q in range(n_train):
                 for j in range(N_CNT):
                     out_c[li, q, j] = counts[q, j]
@@ -520,10 +470,15 @@ def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_step
               keys, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
               sparse, out_p, out_c):  # fmt: skip
     """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
+    T = steps * alg.inner
+    if opt != OPT_SGD and lr_prompt > 0.0 and not adam_per_prompt and T <= MAX_TABLE:
+        tab = adam_table(lr_prompt, wd, opt == OPT_ADAMW, b1, b2, eps, T)
+    else:
+        tab = np.zeros((1, 2))
     for r in prange(keys.shape[0]):
         pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
                 keys[r], alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps,
-                adam_per_prompt, sparse, out_p[r], out_c[r])  # fmt: skip
+                adam_per_prompt, sparse, tab, out_p[r], out_c[r])  # fmt: skip
 
 
 @jit_fast
@@ -538,7 +493,7 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
     """
     K = theta.shape[0]
     N = alg.N
-    zb, e, cum, cvec, gth, ibuf, sc, cnt, touched = _scratch(K, N)
+    zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta)
     pold = np.empty(1)
     counts = np.zeros(N_CNT, np.int64)
     state = new_stream(key)
@@ -555,8 +510,8 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
             for i in range(K):
                 zb[i] = theta[i] + phi[p, i]
             C, inv_s, nd, _X = _group_gradient(
-                zb, e, cum, correct[p], rare[p], has_rare[p], state, cnt, touched, cvec, ibuf, sc,
-                adv_c, adv_w, alg, counts, pold,
+                zb, e, cum, correct[p], rare[p], has_rare[p], state, cnt, touched, cvec, pre, adv_c,
+                adv_w, alg, counts, pold,
             )  # fmt: skip
             for i in range(K):
                 g = (cvec[i] - e[i] * inv_s * C) * inv_n

@@ -170,6 +170,9 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
         cfg.training_scheme(), cfg.N, lambda: log_probabilities(pop.theta0 + pop.phi0[:n_train])
     )
     sparse = _SPARSE and (sr is None or (sr.ent_coef == 0.0 and sr.kl_coef == 0.0))
+    theta0, phi0 = pop.theta0, pop.phi0
+    if cfg.precision == "float32":
+        theta0, phi0 = _float32_logits(cfg, pop, a_c, a_w)
     old = numba.get_num_threads()
     if threads is not None and (
         isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
@@ -182,7 +185,7 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
             kn.pop_batch(
-                pop.theta0, pop.phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
+                theta0, phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
                 cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, sr, fill, opt, cfg.lr_shared,
                 cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
                 cfg.adam_state == "per-prompt", sparse, out_p[lo:hi], out_c[lo:hi],
@@ -194,6 +197,37 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
     if not np.isfinite(out_p[..., kn.P_MU]).all() or not np.isfinite(out_p[..., kn.P_NLL]).all():
         fail("lr_prompt", cfg.lr_prompt, "small enough that the logits stay finite (overflow)")
     return out_p, out_c, log_steps
+
+
+class _Float32Check:
+    """A population config seen by :func:`fgrpo_theory.sim.precision.check_float32`: its
+    fields, with ``lr`` the smaller positive of ``lr_shared`` and ``lr_prompt`` (a step size
+    below float32's resolution stops that parameter group)."""
+
+    def __init__(self, cfg: PopulationConfig) -> None:
+        self._cfg = cfg
+        self.lr = min(x for x in (cfg.lr_shared, cfg.lr_prompt) if x > 0.0)
+
+    def __getattr__(self, name: str):
+        return getattr(self._cfg, name)
+
+
+def _float32_logits(cfg: PopulationConfig, pop: Population, a_c, a_w):
+    """``(theta0, phi0)`` in float32, after the simulator's float32 checks (one-line refusal
+    naming ``precision``) on every prompt's initial logits ``theta0 + phi0`` (the softmax span
+    taken over all prompts together: a conservative bound)."""
+    from ..sim.precision import MAX_ROUNDING32, check_float32
+
+    z = pop.theta0[None, :] + pop.phi0
+    check_float32(_Float32Check(cfg), z.ravel(), pop.correct.ravel(), a_c, a_w)
+    th = pop.theta0.astype(np.float32)
+    ph = pop.phi0.astype(np.float32)
+    for a, a32 in ((pop.theta0, th), (pop.phi0, ph)):
+        moved = float(np.abs(a32.astype(np.float64) - a).max())
+        if moved > MAX_ROUNDING32:
+            fail("precision", "float32", f"float64 for these logits: rounding them to float32 "
+                 f"moves one by {moved:.3g} > {MAX_ROUNDING32:g} nats")  # fmt: skip
+    return th, ph
 
 
 def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
@@ -324,5 +358,6 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
         df[c] = cfgd[c]
     df["config_hash"] = h
     df["scheme"] = cfg.training_scheme().spec
-    df["population_seed"] = cfg.population_seed  # last: earlier columns keep their positions
+    df["population_seed"] = cfg.population_seed  # late: earlier columns keep their positions
+    df["precision"] = cfg.precision
     return df
