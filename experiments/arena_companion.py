@@ -30,12 +30,15 @@ from ._common import footnote
 from ._sim import CONFIG_DIR
 
 __all__ = [
-    "TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot", "summary",
+    "TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
+    "summary",
 ]  # fmt: skip
 
 TITLE = "Arena companion: M_ret at equal Q_pos for every arm on one prompt (Fig. 2 start state)"
 IN_PAPER = False
-COST_SECONDS = 600
+COST_SECONDS = 600  # 574 s CPU measured 2026-11-25 (one process per N): about 5 min on 2 idle cores
+#: the full table is committed (experiments/stored/arena_companion.parquet)
+STORED = True
 
 #: the arms section 15 says can change the within-prompt redistribution (likelihood-aware
 #: schemes and regularizers); every other arm is X-only

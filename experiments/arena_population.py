@@ -24,13 +24,16 @@ from matplotlib.figure import Figure
 from ._common import footnote
 
 __all__ = [
-    "TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot", "summary",
+    "TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
+    "summary",
     "table", "markdown",
 ]  # fmt: skip
 
 TITLE = "The arena: every remedy vs progress-matched GRPO over population draws"
 IN_PAPER = False
 COST_SECONDS = 900  # the budget on an idle 2-core machine (benchmarks/bench_arena.py)
+#: the full table is committed (experiments/stored/arena_population.parquet)
+STORED = True
 
 #: worker processes (the rows do not depend on it, so it is not a parameter)
 WORKERS = 2
