@@ -2,10 +2,10 @@
 
 Fig. 2's start state (``fig2-logprob-adam.toml``: K = 128,000, one anchor correct action at
 logit 5, 9,999 other correct at 3, 118,000 incorrect at 0; Adam lr 0.01; rewards +1 / -1) with
-the reference GRPO of Fig. 2 (``dr-grpo``, A = R - mean R), at N = 128 and 8,192, 4 seeds, 600
-steps. Every remedy of :mod:`fgrpo_theory.population.arena` with a single-prompt meaning (all but
-larger N at B x N fixed), at the middle of its three coefficients, runs on the same seeds (common
-random numbers). Equal progress, without
+the reference GRPO of Fig. 2 (``dr-grpo``, A = R - mean R), at N = 128 (1,500 steps) and 8,192
+(600 steps), 8 seeds. Every remedy of :mod:`fgrpo_theory.population.arena` with a single-prompt
+meaning (all but larger N at B x N fixed), at each of its three coefficients, runs on the same
+seeds (common random numbers). Equal progress, without
 a learning-rate search: the first step at which Q_pos reaches 0.8, 0.9 and 0.95 (the kernel's
 exact per-step threshold tables); there the retained positive mass M_ret (P-26) of the arm minus
 the reference's, per seed, where both reach it. theory.md section 15 predicts that X-only schemes
@@ -29,15 +29,22 @@ from matplotlib.figure import Figure
 from ._common import footnote
 from ._sim import CONFIG_DIR
 
-__all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot", "summary"]
+__all__ = [
+    "TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
+    "summary",
+]  # fmt: skip
 
 TITLE = "Arena companion: M_ret at equal Q_pos for every arm on one prompt (Fig. 2 start state)"
 IN_PAPER = False
-COST_SECONDS = 600
+COST_SECONDS = 600  # 574 s CPU measured 2026-11-25 (one process per N): about 5 min on 2 idle cores
+#: the full table is committed (experiments/stored/arena_companion.parquet)
+STORED = True
 
 #: the arms section 15 says can change the within-prompt redistribution (likelihood-aware
 #: schemes and regularizers); every other arm is X-only
 NOT_X_ONLY = ("entropy", "kl", "ds", "unlikeliness")
+#: colours (Okabe-Ito blue and vermillion; the caption names them)
+X_ONLY_COLOR, OTHER_COLOR = "#0072B2", "#D55E00"
 
 
 @dataclass(frozen=True)
@@ -45,16 +52,29 @@ class Params:
     config: Path = CONFIG_DIR / "fig2-logprob-adam.toml"
     reference: str = "dr-grpo"
     n_values: tuple[int, ...] = (128, 8192)
-    seeds: int = 4
-    steps: int = 600
-    #: the middle coefficient of each remedy only (see docs/arena.md, "Changes after
-    #: pre-registration": the full grid at 8 seeds did not fit the session at the machine's load)
-    middle_only: bool = True
+    seeds: int = 8
+    #: steps per N: 600 pre-registered; 1,500 at N = 128 (docs/arena.md, "Changes after
+    #: pre-registration", 2026-11-25 05:55 UTC: the reference does not reach Q_pos 0.8 within 600
+    #: steps there)
+    steps: tuple[tuple[int, int], ...] = ((128, 1500), (8192, 600))
+    #: the middle coefficient of each remedy only (the reduced run of 03:25 UTC); False = the
+    #: pre-registered grid (every coefficient)
+    middle_only: bool = False
     thresholds: tuple[float, ...] = (0.8, 0.9, 0.95)
     threads: int = 2  # Numba threads over seeds (results identical for any value)
 
 
 PARAMS = Params()
+
+
+def _steps(params: Params, N: int) -> int:
+    """The horizon at group size N (``params.steps``)."""
+    by_n = dict(params.steps)
+    if N not in by_n:
+        from fgrpo_theory._validate import fail
+
+        fail("steps", params.steps, f"a horizon for every N of n_values (none for N = {N})")
+    return int(by_n[N])
 
 
 def _base(params: Params, N: int, fast: bool):
@@ -65,7 +85,7 @@ def _base(params: Params, N: int, fast: bool):
     subsets = dict(sweep.pop("subsets", {}))
     subsets["one"] = "1"
     sweep.pop("advantage", None)  # the reference enters through the scheme field
-    steps = 20 if fast else params.steps
+    steps = 20 if fast else _steps(params, N)
     sweep.update(subsets=subsets, N=N, gamma=0.0, scheme=params.reference, pass_k=[1],
                  seeds=2 if fast else params.seeds, steps=steps, log_every=steps,
                  thresholds=list(params.thresholds))  # fmt: skip
@@ -149,7 +169,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             ax = axes[i, j]
             e = s[(s.N == N) & (s.threshold == t)]
             for _, r in e.iterrows():
-                colr = "C0" if r.x_only else "C3"
+                colr = X_ONLY_COLOR if r.x_only else OTHER_COLOR
                 ax.plot(r.diffs, np.full(len(r.diffs), y[r.arm]), ".", ms=2, color=colr,
                         alpha=0.5)  # fmt: skip
                 if np.isfinite(r["median"]):
@@ -166,10 +186,12 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     miss = sorted(set(df.loc[df["table"] == "missing", "family"].dropna()))
     note = (
         "Fig. 2 start state (K = 128,000, Adam lr 0.01, GRPO = dr-grpo), "
-        f"{params.seeds} seeds, {params.steps} steps; each arm's retained positive mass minus "
+        f"{params.seeds} seeds, steps "
+        + ", ".join(f"{s:,} at N = {n:,}" for n, s in params.steps)
+        + "; each arm's retained positive mass minus "
         "GRPO's at the first step Q_pos reaches the threshold, per seed (dots), median and 95% "
         "paired bootstrap interval (bar). Blue: X-only schemes (section 15: no change in "
-        "expectation); red: likelihood-aware schemes and regularizers. "
+        "expectation); vermillion (red-orange): likelihood-aware schemes and regularizers. "
         + (f"Not run (not in the simulator yet): {', '.join(miss)}." if miss else "")
     )
     footnote(fig, note, width=120)

@@ -24,18 +24,23 @@ from matplotlib.figure import Figure
 from ._common import footnote
 
 __all__ = [
-    "TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "plot", "summary",
+    "TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
+    "summary",
     "table", "markdown",
 ]  # fmt: skip
 
 TITLE = "The arena: every remedy vs progress-matched GRPO over population draws"
 IN_PAPER = False
 COST_SECONDS = 900  # the budget on an idle 2-core machine (benchmarks/bench_arena.py)
+#: the full table is committed (experiments/stored/arena_population.parquet)
+STORED = True
 
 #: worker processes (the rows do not depend on it, so it is not a parameter)
 WORKERS = 2
 #: pass@k in points
 SCALE = {"pass_at_1": 100.0, "pass_at_16": 100.0, "pass_at_256": 100.0}
+#: colours (Okabe-Ito): the interval lies above 0, below 0, or contains it (the caption names them)
+ABOVE, BELOW, NEITHER = "#D55E00", "#0072B2", "0.3"
 #: reported metrics (test prompts, at equal train pass@1)
 METRICS = (
     "pass_at_1", "pass_at_16", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy",
@@ -174,7 +179,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             e = s[(s.setting == st) & (s.metric == m)]
             for _, r in e.iterrows():
                 yy = y[r.arm]
-                colr = "C3" if r.lo > 0 else ("C0" if r.hi < 0 else "0.3")
+                colr = ABOVE if r.lo > 0 else (BELOW if r.hi < 0 else NEITHER)
                 ax.plot(r.draw_diffs, np.full(len(r.draw_diffs), yy), ".", ms=2, color=colr,
                         alpha=0.45)  # fmt: skip
                 ax.errorbar([r["median"]], [yy], xerr=[[r["median"] - r.lo], [r.hi - r["median"]]],
@@ -192,7 +197,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         f"The arena: each arm minus GRPO progress-matched on train pass@1 on each of {n_d} "
         f"population draws x {params.seeds} seeds, N = {params.N}, {params.steps} steps; dots = "
         "each draw's difference of medians, bar = pooled difference of medians with its 95% "
-        "two-level paired interval (draws, then seeds); red = interval above 0, blue = below. "
+        "two-level paired interval (draws, then seeds); vermillion (red-orange) = interval "
+        "above 0, blue = below 0, grey = contains 0. "
         + (f"Not run (not in the simulators yet): {', '.join(miss)}." if miss else "")
     )
     footnote(fig, note, width=140)

@@ -161,3 +161,34 @@ def test_cli_controls_over_a_sweep(cli, tmp_path):
     assert n2[("focal", "final_q_pos")] == pytest.approx(n2[("vanilla-m", "final_q_pos")], 1e-12)
     full = pd.read_parquet(out)
     assert set(full["comparison"]) == {0, 1} and set(full["N"]) == {2, 8}
+
+
+def test_progress_search_never_repeats_a_simulation(monkeypatch):
+    """issue 27 item 5: the search's points run with the arms' logging, memoized by config hash;
+    the vanilla arm is the search's first point and the progress control its best one. Every
+    call to the simulator is counted, and each arm's numbers equal an independent, direct run."""
+    import fgrpo_theory.sim as sim_pkg
+    from fgrpo_theory.sim import config_hash
+
+    real = sim_pkg.simulate
+    calls = []
+
+    def counting(cfg, *a, **k):
+        calls.append(config_hash(cfg))
+        return real(cfg, *a, **k)
+
+    monkeypatch.setattr(sim_pkg, "simulate", counting)
+    res = run_arms(CFG, ["m", "progress"], seeds=3, log_steps=(0,), thresholds=T, tables=True)
+    pm = res.log.attrs["progress_match"]
+    assert len(calls) == len(set(calls)) == res.log.attrs["simulations"]
+    # focal + every search point + vanilla-m (off the search's grid); vanilla and the progress
+    # control are search points (the search starts exactly at the focal lr)
+    assert len(calls) == 1 + len(pm["evaluations"]) + 1
+    assert pm["evaluations"][0][0] == CFG.lr
+    monkeypatch.setattr(sim_pkg, "simulate", real)
+    for arm, lr in (("vanilla", CFG.lr), ("vanilla-progress", pm["lr"])):
+        c = CFG.replace(gamma=0.0, lr=lr, seeds=3, log_steps=(0, CFG.steps), thresholds=T)
+        want = real(c, tables=True).thresholds
+        got = res.thresholds[res.thresholds.arm == arm]
+        np.testing.assert_array_equal(got["m_ret"].to_numpy(), want["m_ret"].to_numpy())
+        np.testing.assert_array_equal(got["step"].to_numpy(), want["step"].to_numpy())

@@ -105,3 +105,33 @@ def test_arena_arms_are_the_preregistered_grid():
     (lo,) = population_arms([by["low-lr m1=0.5"]], base)
     assert lo.config(base).lr_shared == base.lr_shared * 0.5
     assert missing_reason(by["maxrl"], base) == ""
+
+
+def test_compare_arms_trains_each_config_once(monkeypatch):
+    """GRPO's own arm is the search's point at factor 1 and a low-lr arm on the grid is a grid
+    point: each config is trained once per draw (memoized by its hash), counted at the runner."""
+    from fgrpo_theory.population import config as pc
+    from fgrpo_theory.population import runner
+
+    real = runner.final_metrics
+    calls = []
+
+    def counting(cfg, **k):
+        calls.append(pc.population_config_hash(cfg))
+        return real(cfg, **k)
+
+    monkeypatch.setattr(runner, "final_metrics", counting)
+    base = PopulationConfig(**{**SMALL, "steps": 20})
+    arms = [arm("grpo"), arm("half", lr_factor=0.5), arm("focal", scheme="focal:gamma=1")]
+    df = compare_arms(base, arms)
+    assert len(calls) == len(set(calls)) == df.attrs["simulations"]
+    # the search walks the grid from factor 1 (GRPO itself) and passes 0.5: both arms' configs
+    # were asked for twice (as an arm and as a search point) and trained once
+    half = base.replace(lr_shared=base.lr_shared * 0.5, lr_prompt=base.lr_prompt * 0.5)
+    assert pc.population_config_hash(base) in calls and pc.population_config_hash(half) in calls
+    monkeypatch.setattr(runner, "final_metrics", real)
+    # an independent run of the reference and of focal equals the memoized rows
+    for name, cfg in (("grpo", base), ("focal", base.replace(scheme="focal:gamma=1"))):
+        got = df[(df.arm == name) & (df.role == "arm") & (df.split == "test")]
+        np.testing.assert_array_equal(got.pass_at_256.to_numpy(),
+                                      real(cfg)["test"]["pass_at_256"])  # fmt: skip

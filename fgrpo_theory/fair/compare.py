@@ -75,8 +75,12 @@ def run_arms(
     ``thresholds`` (default: the config's) are tracked by the kernel; with ``tables=True`` the
     result is :class:`fgrpo_theory.sim.runner.SimTables` ``(log, thresholds)``, both with the arm
     columns. The progress search is in ``.attrs["progress_match"]`` (a dict) when requested.
+    No config is simulated twice: the search evaluates its points with the arms' logging and
+    thresholds, and every simulation is memoized by its full config hash (the vanilla arm is the
+    search's first point, the progress control its best one); ``.attrs["simulations"]`` counts
+    the simulations run.
     """
-    from ..sim import simulate
+    from ..sim import config_hash, simulate
     from .controls import _check_focal
 
     _check_focal(cfg)
@@ -91,7 +95,21 @@ def run_arms(
             seeds=seeds, log_every=log_every, log_steps=None, controls=(), thresholds=thr
         )
     arms = arm_configs(cfg, ctl, progress=None) if "progress" not in ctl else None
-    focal = simulate(cfg, threads=threads, tables=True)
+    memo: dict[str, Any] = {}  # every simulation of this comparison, by its full config hash
+
+    def run(c: Any) -> Any:
+        key = config_hash(c)
+        if key not in memo:
+            memo[key] = simulate(c, threads=threads, tables=True)
+        return memo[key]
+
+    def as_arm(c: Any) -> Any:
+        """A search point with the arms' logging and thresholds (so the vanilla arm and the
+        matched control reuse the search's runs instead of training again)."""
+        return c.replace(log_every=cfg.log_every, log_steps=cfg.log_steps,
+                         thresholds=cfg.thresholds)  # fmt: skip
+
+    focal = run(cfg)
     pm = None
     if "progress" in ctl:
         last = focal.log[focal.log["step"] == cfg.steps]
@@ -100,16 +118,17 @@ def run_arms(
             q_tol=q_tol,
             max_evals=max_evals,
             focal_final=float(np.median(last["q_pos"].to_numpy())),
-            simulate_fn=lambda c: simulate(c.replace(thresholds=()), threads=threads),
+            simulate_fn=lambda c: run(as_arm(c)).log,
         )
         arms = arm_configs(cfg, ctl, progress=pm)
     logs, thrs = [], []
     for arm, mult, c in arms:
-        res = focal if arm == "focal" else simulate(c, threads=threads, tables=True)
+        res = run(c)
         logs.append(res.log.assign(arm=arm, lr_multiplier=mult))
         thrs.append(res.thresholds.assign(arm=arm, lr_multiplier=mult))
     log = pd.concat(logs, ignore_index=True)
     table = pd.concat(thrs, ignore_index=True)
+    log.attrs["simulations"] = table.attrs["simulations"] = len(memo)
     if pm is not None:
         info = {
             "lr": pm.lr,

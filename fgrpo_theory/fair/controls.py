@@ -218,7 +218,7 @@ def match_progress(
         return _median_final_q(sim(cfg.replace(gamma=0.0, lr=lr, controls=(), **last_only)))
 
     m = match_factor(progress, float(focal_final), start=cfg.lr, tol=q_tol,
-                     max_evals=max_evals, factor=factor)  # fmt: skip
+                     max_evals=max_evals, factor=factor, exact_start=True)  # fmt: skip
     return dataclasses.replace(m, multiplier=m.lr / cfg.lr)
 
 
@@ -230,6 +230,7 @@ def match_factor(
     tol: float = 2e-3,
     max_evals: int = 14,
     factor: float = 4.0,
+    exact_start: bool = False,
 ) -> ProgressMatch:
     """The x > 0 at which ``progress(x)`` equals ``target`` within ``tol`` (theory.md section 11).
 
@@ -238,7 +239,9 @@ def match_factor(
     evaluated point (``monotone``). Root finding over log x: evaluate at ``start``, step down
     (or up) by ``factor`` until the target is bracketed, then the Illinois variant of regula
     falsi, until ``|progress(x) - target| <= tol`` or ``max_evals`` evaluations; the best point
-    evaluated is returned as ``lr`` (and ``multiplier`` = x / start).
+    evaluated is returned as ``lr`` (and ``multiplier`` = x / start). Points are x = exp(log x);
+    with ``exact_start`` the first is ``start`` itself (exp(log start) can differ from it in the
+    last bit), so a caller that memoizes runs by config meets the run at ``start`` again.
     """
     tol = check_scalar("q_tol", tol, lo=0.0, lo_open=True)
     if isinstance(max_evals, bool) or not isinstance(max_evals, int) or not 3 <= max_evals <= 100:
@@ -247,9 +250,10 @@ def match_factor(
     start = check_scalar("start", start, lo=0.0, lo_open=True)
     target = check_scalar("target", target)
     evals: list[tuple[float, float]] = []
+    exact: dict[float, float] = {}  # log x -> the x evaluated, where it is not exp(log x)
 
     def f(log_x: float) -> float:
-        x = math.exp(log_x)
+        x = exact.get(log_x, math.exp(log_x))
         q = float(progress(x))
         evals.append((x, q))
         return q - target
@@ -258,7 +262,7 @@ def match_factor(
         pts = sorted(evals)
         qs = [q for _, q in pts]
         mono = all(b >= a for a, b in zip(qs, qs[1:], strict=False))
-        x = math.exp(log_x)
+        x = exact.get(log_x, math.exp(log_x))
         return ProgressMatch(
             lr=x,
             multiplier=x / start,
@@ -271,6 +275,8 @@ def match_factor(
         )
 
     x0 = math.log(start)
+    if exact_start:
+        exact[x0] = start
     r0 = f(x0)
     best = (abs(r0), x0, r0)
     if abs(r0) <= tol:

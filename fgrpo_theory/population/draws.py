@@ -151,25 +151,50 @@ def map_draws(
 
 
 @dataclass
+class _Runs:
+    """The final metrics of every config trained on one draw, memoized by the full config hash
+    (:func:`~.config.population_config_hash`): an arm that coincides with a point of the
+    progress search (GRPO itself at factor 1, a low-lr arm on the grid) is trained once.
+    ``trained`` counts the simulations actually run."""
+
+    pop: Any
+    runs: dict[str, dict] = field(default_factory=dict)
+    trained: int = 0
+
+    def get(self, cfg: PopulationConfig, *, overflow_ok: bool = False) -> dict:
+        from .config import population_config_hash
+        from .runner import final_metrics
+
+        key = population_config_hash(cfg)
+        if key not in self.runs:
+            self.trained += 1
+            try:
+                self.runs[key] = final_metrics(cfg, population=self.pop)
+            except ValueError:  # the logits overflow at this step size: no metrics
+                if not overflow_ok:
+                    raise
+                self.runs[key] = {}
+        m = self.runs[key]
+        if not m and not overflow_ok:  # memoized from a search point that overflowed
+            final_metrics(cfg, population=self.pop)  # raises the same ValueError
+        return m
+
+
+@dataclass
 class _Progress:
-    """Memoized progress of the reference at a learning-rate factor on one draw."""
+    """Progress of the reference at a learning-rate factor on one draw (runs memoized)."""
 
     base: PopulationConfig
-    pop: Any
-    runs: dict[float, dict] = field(default_factory=dict)
+    memo: _Runs
+
+    def config(self, c: float) -> PopulationConfig:
+        return self.base.replace(
+            lr_shared=self.base.lr_shared * c, lr_prompt=self.base.lr_prompt * c
+        )
 
     def metrics(self, c: float) -> dict:
-        if c not in self.runs:
-            from .runner import final_metrics
-
-            cfg = self.base.replace(
-                lr_shared=self.base.lr_shared * c, lr_prompt=self.base.lr_prompt * c
-            )
-            try:
-                self.runs[c] = final_metrics(cfg, population=self.pop)
-            except ValueError:  # the logits overflow at this step size: no progress value
-                self.runs[c] = {}
-        return self.runs[c]
+        # an overflow at this step size gives no progress value ({}), not an error
+        return self.memo.get(self.config(c), overflow_ok=True)
 
     def __call__(self, c: float) -> float:
         m = self.metrics(c)
@@ -216,12 +241,14 @@ def compare_arms(
     step 1.25, ``tol`` on the median, ``max_evals`` evaluations). Columns: ``arm``, ``family``,
     ``coef``, ``role``, ``seed_index``, ``split``, :data:`METRICS`, ``lr_factor``, ``target``,
     ``achieved``, ``match_error``, ``matched``, ``monotone``, ``evaluations``.
+    Every config is trained once on the draw (memoized by its full hash: GRPO's own arm is the
+    search's point at factor 1); ``.attrs["simulations"]`` counts the runs.
     """
     from ..fair.controls import match_factor
-    from .runner import final_metrics
 
     pop = generate_population(base)
-    prog = _Progress(base, pop)
+    memo = _Runs(pop)
+    prog = _Progress(base, memo)
     rows = []
 
     def emit(a: Arm, role: str, m: dict, c: float, info: dict) -> None:
@@ -235,7 +262,7 @@ def compare_arms(
         if verbose:
             print(f"[{label}] draw {base.population_seed}: {a.name} ({i + 1}/{len(arms)})",
                   file=sys.stderr, flush=True)  # fmt: skip
-        m = final_metrics(a.config(base), population=pop)
+        m = memo.get(a.config(base))
         target = float(np.median(m["train"]["pass_at_1"]))
         none = dict(target=target, achieved=np.nan, match_error=np.nan, matched=False,
                     monotone=True, evaluations=0)  # fmt: skip
@@ -249,9 +276,11 @@ def compare_arms(
                     evaluations=len(res.evaluations))  # fmt: skip
         ctl = prog.metrics(res.lr)
         if not ctl:
-            ctl = final_metrics(base, population=pop)  # unreachable: overflow at every point
+            ctl = memo.get(base)  # unreachable: overflow at every point
         emit(a, "control", ctl, res.lr, info)
-    return pd.concat(rows, ignore_index=True)
+    out = pd.concat(rows, ignore_index=True)
+    out.attrs["simulations"] = memo.trained
+    return out
 
 
 def compare_arms_task(task: tuple, kw: dict) -> pd.DataFrame:
