@@ -264,6 +264,10 @@ def _interp_factor(factors: np.ndarray, prog: np.ndarray, target: float) -> tupl
     """log-linear interpolation of the factor whose progress is ``target`` on a sorted ladder:
     (factor, index of the lower bracketing rung, matched = target inside the ladder's range)."""
     lo, hi = prog.min(), prog.max()
+    hit = np.flatnonzero(prog == target)
+    if len(hit):  # a rung at the target (a flat ladder: the one nearest lr x 1)
+        j = int(hit[np.argmin(np.abs(np.log(factors[hit])))])
+        return float(factors[j]), min(j, len(factors) - 2), True
     if not lo <= target <= hi:
         j = int(np.argmin(prog)) if target < lo else int(np.argmax(prog))
         return float(factors[j]), j, False
@@ -292,14 +296,16 @@ def match_controls(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.D
         n = int(a.N.iloc[0])
         lad = runs[(runs.role == "ladder") & (runs.population_seed == draw) & (runs.N == n)]
         fac = np.sort(lad.lr_factor.unique())
+        if len(fac) < 2:
+            fail("runs", f"a ladder of {len(fac)} rung(s) at N = {n}", "at least 2 ladder rungs")
         tr = lad[lad.split == "train"]
         prog = np.array([tr[tr.lr_factor == f].pass_at_1.median() for f in fac])
         target = float(a[a.split == "train"].pass_at_1.median())
         f, j, ok = _interp_factor(fac, prog, target)
-        w = (
-            0.0
-            if not ok or prog[j + 1] == prog[j]
-            else ((math.log(f) - math.log(fac[j])) / (math.log(fac[j + 1]) - math.log(fac[j])))
+        w = (  # the weight of rung j + 1: the factor's position between the two rungs
+            (math.log(f) - math.log(fac[j])) / (math.log(fac[j + 1]) - math.log(fac[j]))
+            if ok
+            else 0.0
         )
         rows = []
         for (si, split), _ in a.groupby(["seed_index", "split"], sort=False):
