@@ -3,7 +3,7 @@
 Settings fixed before any result (docs/sequence.md, 2026-11-25): the multi-solution grid-route
 task (L = 7) and its SFT model; N = 8, B = 8, 40 steps, AdamW lr 3e-4; arms GRPO, focal gamma
 0.5 and 1, MaxRL, W-REINFORCE (lambda 0.1), PKPO (k = 4), unlikeliness reward (penalty 0.25) (the
-tabular arena's middle coefficients); 8 task draws x 2 seeds. Each arm is compared with GRPO at
+tabular arena's middle coefficients); 8 task draws x 1 seed. Each arm is compared with GRPO at
 the learning-rate factor whose median final train pass@1 equals the arm's on the same draw
 (:func:`fgrpo_theory.sequence.study.match_controls`, on the ladder 0.25, 0.5, 1, 2). Entropy, KL
 and differential smoothing are missing: the sequence loop does not add regularizer terms yet.
@@ -56,7 +56,7 @@ _LABELS = {"pass_at_1": "pass@1 (points)", "pass_at_16": "pass@16 (points)",
 @dataclass(frozen=True)
 class Params:
     draws: tuple[int, ...] = tuple(range(8))
-    seeds: int = 2
+    seeds: int = 1
     steps: int = 40
     N: int = 8
     ladder: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
@@ -109,7 +109,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     footnote(fig, (
         f"Sequence rung, held-out prompts at equal train pass@1: each arm minus GRPO "
         f"progress-matched on each of {runs.population_seed.nunique()} task draws x "
-        f"{runs.seed_index.nunique()} seeds (ladder lr x {ladder}, interpolated); "
+        f"{runs.seed_index.nunique()} seed(s) (ladder lr x {ladder}, interpolated); "
         f"N = {params.N}, B = 8, {params.steps} steps, AdamW lr 3e-4, "
         "multi-solution grid routes (L = 7). Dots = each draw's difference of medians; bar = "
         "pooled difference of medians with its 95% two-level paired interval; colour: interval "

@@ -96,7 +96,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     footnote(fig, (
         f"Sequence rung, held-out prompts: GRPO at fixed B = {params.B}, {params.steps} steps, "
         f"AdamW lr 3e-4, multi-solution grid routes (L = 7, rare = >= 3 turns), "
-        f"{runs.population_seed.nunique()} task draws x {runs.seed_index.nunique()} seeds; "
+        f"{runs.population_seed.nunique()} task draws x {runs.seed_index.nunique()} seed(s); "
         "median over draws x seeds with its 95% two-level bootstrap interval (draws, then "
         "seeds), dots = each draw's median; exact metrics by the prefix-tree walk on 16 held-out "
         "prompts per draw."), width=150)  # fmt: skip

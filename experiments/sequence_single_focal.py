@@ -4,7 +4,7 @@ Settings fixed before any result (docs/sequence.md, 2026-11-25): the single-solu
 task (one correct route per maze, L = 7, <= 10 walls) with 1,024 train and 64 held-out mazes and
 an SFT of 1,000 steps (with the 64-maze preset the SFT model memorizes the train mazes: held-out
 pass@1 0.023 on draw 0; with 1,024 it generalizes: 0.106); GRPO, focal gamma 0.5 and gamma 1 at
-N = 4, 8, 16, 32, B = 8, 40 steps, AdamW lr 3e-4; 6 task draws x 1 seed. Each arm is compared
+N = 4, 8, 16, 32, B = 8, 40 steps, AdamW lr 3e-4; 4 task draws x 1 seed. Each arm is compared
 with GRPO at the same N progress-matched on train pass@1 on each draw (ladder lr x 0.5, 1, 2,
 interpolated; :func:`fgrpo_theory.sequence.study.match_controls`).
 Figure: left, held-out pass@1 against N for GRPO and the two focal arms at lr x 1 (median over
@@ -42,7 +42,7 @@ SCHEMES = (("grpo", "grpo"), ("focal 0.5", "grpo+focal:gamma=0.5"),
 @dataclass(frozen=True)
 class Params:
     Ns: tuple[int, ...] = (4, 8, 16, 32)
-    draws: tuple[int, ...] = tuple(range(6))
+    draws: tuple[int, ...] = tuple(range(4))
     seeds: int = 1
     steps: int = 40
     ladder: tuple[float, ...] = (0.5, 1.0, 2.0)
