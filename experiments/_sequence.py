@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["WORKERS", "multi_base", "single_base", "smoke_base", "levels", "compared",
+__all__ = ["WORKERS", "multi_base", "single_base", "smoke_base", "grid", "levels", "compared",
            "arm_summary"]  # fmt: skip
 
 #: worker processes (the rows do not depend on it, so it is not a parameter)
@@ -54,7 +54,8 @@ def smoke_base(variant: str = "multi", N: int = 4):
     return cfg
 
 
-def _grid(d: pd.DataFrame, metric: str) -> np.ndarray:
+def grid(d: pd.DataFrame, metric: str) -> np.ndarray:
+    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
     d = d.sort_values(["population_seed", "seed_index"])
     return d[metric].to_numpy(float).reshape(d["population_seed"].nunique(), -1)
 
@@ -67,7 +68,7 @@ def levels(runs: pd.DataFrame, by: str, metrics, n_boot: int = 4_000) -> pd.Data
     rows = []
     for (key, split), e in runs.groupby([by, "split"], sort=True):
         for m in metrics:
-            g = _grid(e, m)
+            g = grid(e, m)
             if not np.isfinite(g).all() or g.shape[0] < 2:
                 continue
             z = np.zeros_like(g)

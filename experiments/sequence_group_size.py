@@ -19,20 +19,20 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ._common import footnote
-from ._sequence import WORKERS, levels, multi_base, smoke_base
+from ._sequence import WORKERS, grid, levels, multi_base, smoke_base
 
 __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
-           "summary"]  # fmt: skip
+           "summary", "paired"]  # fmt: skip
 
 TITLE = "Sequence rung: GRPO group-size sweep at fixed B (Table 10 analogue)"
 IN_PAPER = False
 COST_SECONDS = 600
 STORED = True
 
-METRICS = ("pass_at_1", "pass_at_16", "pass_at_256", "tau", "coverage_at_256", "entropy")
+METRICS = ("pass_at_1", "pass_at_16", "pass_at_256", "tau", "coverage_at_256", "rare_nll_rise")
 _LABELS = {"pass_at_1": "pass@1", "pass_at_16": "pass@16", "pass_at_256": "pass@256",
            "tau": "rare correct mass tau", "coverage_at_256": "rare coverage@256",
-           "entropy": "entropy (nats)"}  # fmt: skip
+           "rare_nll_rise": "rare-NLL rise from step 0 (nats)"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,26 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     runs = df[df.role == "arm"]
     start = df[df.role == "start"].assign(seed_index=0, N=0)
     return levels(pd.concat([start, runs]), "N", METRICS)
+
+
+def paired(df: pd.DataFrame, pairs=((8, 2), (32, 8), (32, 2)), split: str = "test"):
+    """N = a minus N = b per metric (same draws and seeds): difference of medians, its 95 %
+    two-level paired interval and the draws with a positive difference."""
+    from fgrpo_theory.fair.twolevel import per_draw_differences, two_level_interval
+
+    runs = df[(df.role == "arm") & (df.split == split)]
+    rows = []
+    for a, b in pairs:
+        A, B = runs[runs.N == a], runs[runs.N == b]
+        if not (len(A) and len(B)):
+            continue
+        for m in METRICS:
+            ga, gb = grid(A, m), grid(B, m)
+            est, lo, hi = two_level_interval(ga, gb)
+            dd = per_draw_differences(ga, gb)
+            rows.append(dict(a=a, b=b, metric=m, median=est, lo=lo, hi=hi,
+                             draws_up=int((dd > 0).sum()), draws=len(dd)))  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
