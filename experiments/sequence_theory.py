@@ -9,8 +9,9 @@ same prompt's ``mu`` and the mass ``Q_u`` of the correct answers the group did n
 evaluated again: Prop. 3.2 says the unsampled correct mass shrinks while ``mu`` grows on
 reward-positive groups of high-success prompts.
 Figure: left, observed frequency of B against Lemma 3.1 per bin of mu (bars: 2 standard errors of
-the lemma's prediction) and per draw (dots); right, share of active groups whose Q_u fell while
-mu rose, per bin of mu (95 % Wilson interval), next to the share whose Q_u fell at all.
+the lemma's prediction), the pooled z and the range of the per-draw z in the title; right, share
+of active groups whose Q_u fell while mu rose, per bin of mu (95 % Wilson interval), next to the
+share whose Q_u fell at all.
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     ax1.set_xlabel("mu of the sampling policy (bin)")
     ax1.set_ylabel("P(active and no rare correct answer)")
     ax1.set_ylim(0, max(0.05, float((b.predicted + 2 * b.se).max()) * 1.25))
-    ax1.set_title(f"Lemma 3.1, pooled z = {pooled.z:+.2f} ({len(d)} draws)", fontsize=7)
+    ax1.set_title(f"Lemma 3.1: pooled z = {pooled.z:+.2f}; {len(d)} draws, z from "
+                  f"{d.z.min():+.2f} to {d.z.max():+.2f}", fontsize=7)  # fmt: skip
     ax1.legend(fontsize=5.5, loc="upper left")
     p = pr[pr["bin"] != "all"].reset_index(drop=True)
     x = np.arange(len(p))
