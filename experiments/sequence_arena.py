@@ -29,7 +29,7 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "c
 TITLE = "Sequence rung: the arena's arms at N = 8 vs progress-matched GRPO"
 IN_PAPER = False
 COST_SECONDS = 900
-STORED = False  # True once experiments/stored/ holds its table (figures NAME --recompute)
+STORED = True
 
 #: (name, scheme spec, family, coefficient label)
 ARMS = (

@@ -30,7 +30,7 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "c
 TITLE = "Sequence rung: focal vs progress-matched GRPO on single-solution mazes (Table 4 analogue)"
 IN_PAPER = False
 COST_SECONDS = 1200
-STORED = False  # True once experiments/stored/ holds its table (figures NAME --recompute)
+STORED = True
 
 METRICS = ("pass_at_1", "pass_at_4", "pass_at_16", "pass_at_256", "entropy")
 SCALE = {"pass_at_1": 100.0, "pass_at_4": 100.0, "pass_at_16": 100.0, "pass_at_256": 100.0}
