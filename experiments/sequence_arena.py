@@ -112,7 +112,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         f"{runs.seed_index.nunique()} seed(s) (ladder lr x {ladder}, interpolated); "
         f"N = {params.N}, B = 8, {params.steps} steps, AdamW lr 3e-4, "
         "multi-solution grid routes (L = 7). Dots = each draw's difference of medians; bar = "
-        "pooled difference of medians with its 95% two-level paired interval; colour: interval "
-        "above 0 / below 0 / across 0. Not run (no regularizer terms in the sequence loop yet): "
+        "pooled difference of medians with its 95% two-level paired interval; blue = interval "
+        "above 0, orange = below 0, green = across 0. Not run (no regularizer terms in the "
+        "sequence loop yet): "
         + ", ".join(MISSING) + "."), width=150)  # fmt: skip
     return fig

@@ -123,7 +123,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
     runs = df[df.role == "arm"]
     footnote(fig, (
         f"Sequence rung, single-solution grid mazes (one correct route, L = 7, 1,024 train / "
-        f"64 held-out mazes, SFT 1,000 steps), B = 8, {params.steps} steps, AdamW lr 3e-4; "
+        f"64 held-out mazes, 16 of each evaluated per draw, SFT 1,000 steps), B = 8, "
+        f"{params.steps} steps, AdamW lr 3e-4; "
         f"{runs.population_seed.nunique()} task draws x {runs.seed_index.nunique()} seed(s). "
         "Left: median with 95% two-level interval. Middle, right: focal minus GRPO "
         "progress-matched on train pass@1 per draw (ladder lr x "
