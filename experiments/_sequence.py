@@ -1,0 +1,95 @@
+"""Shared settings and table helpers of the sequence-rung experiments (``sequence_*.py``).
+
+The settings were fixed on 2026-11-25 before any result (docs/sequence.md, "Experiments:
+settings fixed before any result"). Nothing here imports torch at import time: the registry
+imports every figure module, and the package must stay importable without the ``[torch]`` extra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["WORKERS", "multi_base", "single_base", "smoke_base", "grid", "levels", "compared",
+           "arm_summary"]  # fmt: skip
+
+#: worker processes (the rows do not depend on it, so it is not a parameter)
+WORKERS = 2
+
+
+def multi_base(steps: int = 40, N: int = 8, eval_prompts: int = 16):
+    """The multi-solution base: the ``quick`` preset's task, model and SFT, B = 8, ``steps``,
+    exact metrics on the first ``eval_prompts`` prompts of each split."""
+    from fgrpo_theory.sequence.run import preset
+
+    return preset("quick", steps=steps, N=N, log_every=steps, eval_prompts=eval_prompts)
+
+
+def single_base(steps: int = 40, N: int = 8, eval_prompts: int = 16):
+    """The single-solution testbed: 1,024 train mazes, 1,000 SFT steps (docs/sequence.md)."""
+    from fgrpo_theory.sequence.run import preset
+    from fgrpo_theory.sequence.sft import SFTConfig
+    from fgrpo_theory.sequence.task import GridTask
+
+    cfg = preset("quick", steps=steps, N=N, log_every=steps, eval_prompts=eval_prompts)
+    return replace(
+        cfg,
+        name="single-1024",
+        task=GridTask(L=7, variant="single", max_walls=10, n_train=1024, n_test=64),
+        sft=SFTConfig(teacher_beta=2.0, steps=1000, batch=64, lr=3e-3),
+    )
+
+
+def smoke_base(variant: str = "multi", N: int = 4):
+    """The reduced configuration CI runs end to end (the ``smoke`` preset: L = 4, seconds)."""
+    from fgrpo_theory.sequence.run import preset
+    from fgrpo_theory.sequence.task import GridTask
+
+    cfg = preset("smoke", N=N)
+    if variant == "single":
+        cfg = replace(cfg, task=GridTask(L=4, variant="single", max_walls=6, n_train=12,
+                                         n_test=6, min_correct=3, rare_turns=2))  # fmt: skip
+    return cfg
+
+
+def grid(d: pd.DataFrame, metric: str) -> np.ndarray:
+    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
+    d = d.sort_values(["population_seed", "seed_index"])
+    return d[metric].to_numpy(float).reshape(d["population_seed"].nunique(), -1)
+
+
+def levels(runs: pd.DataFrame, by: str, metrics, n_boot: int = 4_000) -> pd.DataFrame:
+    """Median over draws x seeds of each metric per value of ``by`` and split, with its
+    two-level bootstrap interval (draws, then seeds) and every draw's median."""
+    from fgrpo_theory.fair.twolevel import per_draw_differences, two_level_interval
+
+    rows = []
+    for (key, split), e in runs.groupby([by, "split"], sort=True):
+        for m in metrics:
+            g = grid(e, m)
+            if not np.isfinite(g).all() or g.shape[0] < 2:
+                continue
+            z = np.zeros_like(g)
+            est, lo, hi = two_level_interval(g, z, n_boot=n_boot)
+            rows.append({by: key, "split": split, "metric": m, "median": est, "lo": lo, "hi": hi,
+                         "draw_medians": per_draw_differences(g, z), "draws": g.shape[0],
+                         "seeds": g.shape[1]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def compared(runs: pd.DataFrame) -> pd.DataFrame:
+    """The arms with their progress-matched controls (:func:`fgrpo_theory.sequence.study.
+    match_controls`)."""
+    from fgrpo_theory.sequence.study import match_controls
+
+    return match_controls(runs)
+
+
+def arm_summary(runs: pd.DataFrame, metrics, scale=None, n_boot: int = 4_000) -> pd.DataFrame:
+    """Arm minus matched GRPO per arm and metric on held-out prompts, two-level intervals
+    (:func:`fgrpo_theory.population.draws.summarize_arms` on the matched table)."""
+    from fgrpo_theory.population.draws import summarize_arms
+
+    return summarize_arms(compared(runs), metrics, split="test", scale=scale, n_boot=n_boot)
