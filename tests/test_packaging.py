@@ -20,6 +20,7 @@ def _setuptools() -> dict:
 DATA_PACKAGES = {
     "fgrpo_theory.sim.presets": ROOT / "fgrpo_theory" / "sim" / "presets",
     "fgrpo_theory_experiments.data_published": ROOT / "experiments" / "data_published",
+    "fgrpo_theory_experiments.stored": ROOT / "experiments" / "stored",
 }
 
 
@@ -51,6 +52,16 @@ def test_every_data_folder_is_a_declared_package_with_its_files():
         files = {f.name for f in folder.iterdir() if f.is_file()}
         matched = {f.name for g in globs for f in folder.glob(g)}
         assert files == matched, f"{pkg}: files not shipped: {sorted(files - matched)}"
+
+
+def test_stored_module_wins_over_its_data_folder():
+    """Declaring the data folder experiments/stored/ must not shadow experiments/stored.py."""
+    from fgrpo_theory.cli._experiments import experiments_package
+
+    experiments_package()
+    from fgrpo_theory_experiments import stored
+
+    assert Path(stored.__file__).name == "stored.py"
 
 
 def test_presets_module_wins_over_its_data_folder():
