@@ -20,8 +20,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# reproduce draws the sequence rung's figures too, so it installs the [torch] extra (torch==2.13.0
+# first: a CPU build that lies on the machine's disk, never a CUDA build pulled by a range).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[torch]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

@@ -88,10 +88,13 @@ def canonical_params(params: Any) -> Any:
 
 
 def source_digest(files: list[Path]) -> str:
-    """SHA-256 (hex) of the project-relative names and bytes of ``files``, in sorted order."""
+    """SHA-256 (hex) of the project-relative names and bytes of ``files``, in the order of those
+    names, so the digest is the same wherever the project lives (a checkout, where experiments/
+    sorts before fgrpo_theory/, or site-packages, where it sorts after: stored tables
+    committed from a checkout must verify in an installed wheel)."""
     h = hashlib.sha256()
-    for f in sorted(set(files)):
-        h.update(_display_name(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    for name, f in sorted({(_display_name(f), f) for f in files}):
+        h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 

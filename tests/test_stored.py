@@ -172,3 +172,42 @@ def test_an_installed_package_is_never_written(stored_figure, tmp_path, monkeypa
     assert not (tmp_path / "site-packages").exists()
     # the table now sits in the user's cache and serves later runs
     assert registry.run("stored_square", tmp_path / "o", ("png",), dpi=200).source == "cache"
+
+
+def test_the_code_digest_does_not_depend_on_where_the_project_lives(tmp_path, monkeypatch):
+    """A checkout (experiments/ sorts before fgrpo_theory/) and site-packages
+    (fgrpo_theory_experiments/ sorts after fgrpo_theory/) give the same digest for the same files:
+    the stored tables committed from a checkout verify in an installed wheel."""
+    from fgrpo_theory_experiments import cache
+
+    digests = []
+    for layout in ({"fgrpo_theory": "fgrpo_theory", "fgrpo_theory_experiments": "experiments"},
+                   {"fgrpo_theory": "fgrpo_theory",
+                    "fgrpo_theory_experiments": "fgrpo_theory_experiments"}):  # fmt: skip
+        root = tmp_path / str(len(digests))
+        files = []
+        for name, folder in layout.items():
+            (root / folder).mkdir(parents=True)
+            f = root / folder / "mod.py"
+            f.write_text(f"# {name}\n")
+            files.append(f)
+        monkeypatch.setattr(cache, "_ROOTS", {n: root / d for n, d in layout.items()})
+        digests.append(cache.source_digest(files))
+    assert digests[0] == digests[1]
+
+
+def test_a_figure_needing_torch_without_it_is_one_line(tmp_path, monkeypatch, cli):
+    """Drawing a sequence figure where PyTorch is absent: one line naming the install, exit 2."""
+    folder = tmp_path / "figs"
+    folder.mkdir()
+    (folder / "needs_torch.py").write_text(
+        FIGURE.replace("STORED = True", "STORED = False").replace(
+            "    CALLS.append(fast)",
+            "    raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')",
+        )
+    )
+    monkeypatch.setenv("FGRPO_THEORY_FIGURES_PATH", str(folder))
+    monkeypatch.setenv("FGRPO_THEORY_CACHE_DIR", str(tmp_path / "cache"))
+    r = cli("figures", "needs_torch", "--out", tmp_path / "o", "--figure-format", "png")
+    assert r.code == 2 and "Traceback" not in r.err
+    assert "figure needs_torch needs PyTorch: pip install torch==2.13.0" in r.err

@@ -10,6 +10,8 @@ from .._validate import fail
 from ._app import app
 from ._common import FORMAT_OPTION, OutputFormat, emit
 
+_TORCH_HINT = "pip install torch==2.13.0, then pip install 'fgrpo-theory[torch]'"
+
 
 def _parse_formats(text: str) -> tuple[str, ...]:
     items = tuple(t.strip().lower() for t in text.split(","))
@@ -118,13 +120,26 @@ def figures_cmd(
         fail("--out", str(out_dir), f"a folder that can be created ({e.strerror or e})")
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     t_all = time.perf_counter()
+    skipped = []
     for i, exp in enumerate(exps, 1):
         n = exp.name
-        with console.status(f"[{i}/{len(exps)}] {n} ..."):
-            res = registry.run(
-                exp, out_dir, formats, fast=fast, force=force, recompute=recompute, dpi=dpi
-            )
+        try:
+            with console.status(f"[{i}/{len(exps)}] {n} ..."):
+                res = registry.run(
+                    exp, out_dir, formats, fast=fast, force=force, recompute=recompute, dpi=dpi
+                )
+        except ModuleNotFoundError as e:  # an optional extra the figure needs (the sequence rung)
+            if e.name != "torch":
+                raise
+            if names != ["all"]:
+                raise ValueError(f"figure {n} needs PyTorch: {_TORCH_HINT}") from None
+            skipped.append(n)
+            console.print(f"[{i}/{len(exps)}] {n}: skipped (needs PyTorch)")
+            continue
         src = {"cache": "cached"}.get(res.source, res.source)
         files = ", ".join(p.name for p in res.paths)
         console.print(f"[{i}/{len(exps)}] {n}: {src}, {res.seconds:.1f} s -> {out_dir}/ {files}")
-    console.print(f"done: {len(exps)} figure(s) in {time.perf_counter() - t_all:.1f} s")
+    done = len(exps) - len(skipped)
+    console.print(f"done: {done} figure(s) in {time.perf_counter() - t_all:.1f} s")
+    if skipped:
+        console.print(f"skipped {len(skipped)} figure(s) that need PyTorch: {_TORCH_HINT}")
