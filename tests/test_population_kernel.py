@@ -54,8 +54,14 @@ def _assert_same_as_simulator(sc, pc, pop):
     ref = simulate(sc)
     got = simulate_population(pc, population=pop, per_prompt=True)
     assert np.array_equal(got["step"].to_numpy(), ref["step"].to_numpy())
-    assert np.array_equal(got["mu"].to_numpy(), ref["q_pos"].to_numpy())  # bit for bit
-    assert np.array_equal(got["entropy"].to_numpy(), ref["entropy"].to_numpy())
+    # The runs are the same bit for bit (steps, groups, active counts below); the two metric
+    # passes sum differently (the simulator's vectorized TwoSum pass, the population's own
+    # Neumaier pass: docs/precision.md), so mu and entropy agree to a few ulps, not bit for bit.
+    # A different trajectory moves them by far more than 1e-14.
+    np.testing.assert_allclose(got["mu"].to_numpy(), ref["q_pos"].to_numpy(), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(
+        got["entropy"].to_numpy(), ref["entropy"].to_numpy(), rtol=1e-14, atol=1e-15
+    )
     assert np.array_equal(got["groups"].to_numpy(), ref["groups"].to_numpy())
     pos = ref["step"].to_numpy() > 0
     act = ref["active_frac"].to_numpy()[pos] * ref["groups"].to_numpy()[pos]
