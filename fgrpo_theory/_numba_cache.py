@@ -172,21 +172,34 @@ def _import_nodes(tree: ast.AST, in_functions: bool) -> Iterator[ast.Import | as
 
 
 def file_imports(path: Path, roots: Roots, *, in_functions: bool) -> tuple[set[str], set[str]]:
-    """What ``path`` imports, as absolute module names, and the packages whose attributes it may
-    use (``import P``, ``from P import name``).
+    """What ``path`` imports, as absolute module names, and the modules whose lazily loaded
+    attributes it may use.
 
     A ``from P import x`` names ``P`` and ``P.x`` (``x`` may be a module); relative imports are
     resolved against the file's place under ``roots``. ``in_functions``: also the imports inside
     function bodies (else those that run when the module is imported).
+
+    Used: a project module ``P`` is used when the file takes from it a name that is neither one of
+    its submodules nor bound at the top level of its file (:func:`_bound_names`), so could be
+    produced by a module ``__getattr__``: ``from P import x``, or ``P.x`` after ``import P``
+    (attribute chains are followed through submodules: ``import a`` then ``a.b.f`` names ``a.b``
+    and uses it if ``f`` is not bound there), or ``P`` itself passed around. A module outside
+    ``roots`` is used whenever it is imported.
     """
     mod, is_pkg = module_name(path, roots)
     package = (mod if is_pkg else mod.rpartition(".")[0]) if mod else ""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
     found: set[str] = set()
     used: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_bytes(), filename=str(path)), in_functions):
+    bound: dict[str, str] = {}  # a name ``import`` binds -> the module it is
+    for node in _import_nodes(tree, in_functions):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-            used.update(a.name for a in node.names)
+            for a in node.names:
+                found.add(a.name)
+                if module_file(a.name, roots) is None:
+                    used.add(a.name)
+                bound[a.asname or a.name.partition(".")[0]] = a.name if a.asname else (
+                    a.name.partition(".")[0])  # fmt: skip
             continue
         if node.level:
             if not package:
@@ -198,8 +211,80 @@ def file_imports(path: Path, roots: Roots, *, in_functions: bool) -> tuple[set[s
             base = node.module or ""
         found.add(base)
         found.update(f"{base}.{a.name}" for a in node.names)
-        used.add(base)
+        if any(_lazy_attribute(base, a.name, roots) for a in node.names):
+            used.add(base)
+    if bound:
+        for chain in _attribute_chains(tree, set(bound)):
+            name = bound[chain[0]]
+            for attr in chain[1:]:
+                if module_file(f"{name}.{attr}", roots) is None:
+                    break
+                name = f"{name}.{attr}"
+                found.add(name)
+            else:
+                attr = None  # the chain ends on a module: a module object passed around
+            if attr is None or _lazy_attribute(name, attr, roots):
+                used.add(name)
     return found, used
+
+
+#: Attributes the import system sets on every module (never from a module ``__getattr__``).
+_MODULE_ATTRIBUTES = frozenset(
+    {"__file__", "__name__", "__path__", "__package__", "__spec__", "__loader__", "__doc__",
+     "__dict__", "__cached__"}
+)  # fmt: skip
+
+
+def _lazy_attribute(module: str, attr: str, roots: Roots) -> bool:
+    """Whether ``module.attr`` may come from a module ``__getattr__``: True for ``*``, for a
+    module outside ``roots``, and for a name neither a submodule nor bound in the module's file."""
+    f = module_file(module, roots)
+    if attr == "*" or f is None:
+        return True
+    if attr in _MODULE_ATTRIBUTES:
+        return False
+    return module_file(f"{module}.{attr}", roots) is None and attr not in _bound_names(f)
+
+
+def _bound_names(path: Path) -> frozenset[str]:
+    """Names a module's own top-level statements bind (assignments, definitions, imports,
+    including those under ``if`` / ``try`` / ``with``; not what a ``__getattr__`` returns)."""
+    names: set[str] = set()
+    todo = list(ast.parse(path.read_bytes(), filename=str(path)).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update(a.asname or a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for sub in getattr(node, field, []):
+                    todo.extend(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
+    return frozenset(names)
+
+
+def _attribute_chains(tree: ast.AST, names: set[str]) -> Iterator[list[str]]:
+    """``[name, attr1, attr2, ...]`` for every use of one of ``names`` in ``tree``: the longest
+    attribute chain it starts (``name.a.b`` gives ``[name, "a", "b"]``; a bare use ``[name]``)."""
+    inner: set[int] = set()  # attributes and names that an attribute node is taken from
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            inner.add(id(node.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in inner:
+            chain, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in names:
+                yield [value.id, *reversed(chain)]
+        elif isinstance(node, ast.Name) and node.id in names and id(node) not in inner:
+            if isinstance(node.ctx, ast.Load):
+                yield [node.id]
 
 
 def import_closure(

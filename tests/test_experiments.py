@@ -361,6 +361,13 @@ def test_code_digest_follows_the_import_graph(tmp_path):
     fig3 = {p.name for p in import_closure(registry.get("fig3_tail_miss_panels").path)}
     assert {"fig3_tail_miss_panels.py", "_tables.py", "tail_miss.py"} <= fig3
     assert "kernels.py" not in fig3 and "fig1a_tail_miss.py" not in fig3
+    # ``import fgrpo_theory`` to read ``__version__`` or ``__file__`` does not bring the lazily
+    # loaded catalogue (every module): the Fig. 2 tables do not depend on the sequence rung or
+    # the trainer integrations, the sequence tables do depend on the sequence rung
+    paths = {p.as_posix() for p in import_closure(registry.get("fig2_simulation").path)}
+    assert not any("/sequence/" in p or "/integrations/" in p for p in paths)
+    seq = {p.as_posix() for p in import_closure(registry.get("sequence_theory").path)}
+    assert any(p.endswith("sequence/rl.py") for p in seq)
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text("x = 1\n")
     b.write_text("y = 2\n")

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = (
     "import fgrpo_theory.sim.kernels as k, fgrpo_theory.population.kernel as p\n"
@@ -187,7 +189,10 @@ def test_import_closure_by_hand(tmp_path):
     found, used = file_imports(pkg / "a.py", roots, in_functions=False)
     assert found == {"__future__", "__future__.annotations", "os", "pkg", "pkg.b", "pkg.sub.c",
                      "pkg.sub.c.VALUE", "pkg.d", "pkg.g", "pkg.g.H"}  # fmt: skip
-    assert used == {"__future__", "os", "pkg", "pkg.sub.c", "pkg.d", "pkg.g"}
+    # used: only what may come from a module __getattr__ (outside modules always count); every
+    # name a.py takes is a submodule (b) or bound in its module's file (VALUE, H), and pkg is
+    # never used as a value
+    assert used == {"__future__", "os"}
     assert module_file("pkg.sub.c.VALUE", roots) is None  # a name, not a module
     assert module_file("pkg.sub", roots) == pkg / "sub" / "__init__.py"
     assert module_file("pkg.sub.c", roots, exclude=("pkg.sub",)) is None
@@ -202,6 +207,47 @@ def test_import_closure_by_hand(tmp_path):
     assert closure() == whole | lazy
     assert closure(exclude=("pkg.skipped",)) == (whole | lazy) - {"skipped.py", "f.py"}
     assert closure(packages=False) == (whole | {"sub/lazy/__init__.py"}) - {"sub/__init__.py"}
+
+
+@pytest.mark.parametrize(
+    ("source", "lazy"),
+    [
+        ("from .sub.lazy import m\n", False),  # a submodule of the lazy package
+        ("from .sub.lazy import VERSION\n", False),  # bound in its __init__
+        ("from .sub.lazy import name\n", True),  # could come from __getattr__
+        ("from .sub.lazy import *\n", True),
+        ("import pkg.sub.lazy\nx = pkg.sub.lazy.m.Y\n", False),  # a chain through submodules
+        ("import pkg.sub.lazy as L\nx = L.__file__, L.VERSION\n", False),  # module attributes
+        ("import pkg.sub.lazy as L\nx = L.thing\n", True),
+        ("import pkg.sub.lazy as L\nprint(L)\n", True),  # the module passed around
+        ("import pkg\nx = pkg.sub.lazy.thing\n", True),
+        ("import pkg.sub.lazy\n", False),  # imported, never read
+    ],
+)
+def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, source, lazy):
+    """import_closure brings every module of a lazy package (one with a module __getattr__) only
+    when the file may read a name that __getattr__ would produce; a submodule it names, a name
+    the package's __init__ binds or a module attribute set by the import system bring only
+    themselves. The oracle is the hand-read rule for each one-line source."""
+    from fgrpo_theory._numba_cache import import_closure
+
+    pkg = tmp_path / "pkg"
+    files = {
+        "__init__.py": "",
+        "a.py": source,
+        "sub/__init__.py": "",
+        "sub/lazy/__init__.py": "VERSION = 1\ndef __getattr__(name):\n    return name\n",
+        "sub/lazy/m.py": "Y = 2\n",
+        "sub/lazy/n.py": "",
+    }
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    got = {str(p.relative_to(pkg.resolve())) for p in import_closure([pkg / "a.py"], {"pkg": pkg})}
+    assert ("sub/lazy/n.py" in got) is lazy
+    assert "sub/lazy/__init__.py" in got
+    if "import m" in source or ".m." in source:
+        assert "sub/lazy/m.py" in got
 
 
 # The first compilation says so on stderr (one line), a cached kernel says nothing.
