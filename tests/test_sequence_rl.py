@@ -308,17 +308,21 @@ def _far_model(seed=3):
     return m.double()
 
 
-def test_packed_training_pass_equals_the_causal_forward_pass():
-    """The loop's pass over packed groups (each prompt once, then its N answers) against the
-    plain causal forward pass over every prompt + answer sequence, values and gradients."""
+@pytest.mark.parametrize("max_pack", [32, 4, 1])  # N = 6: one pack, packs of 3, of 1
+def test_packed_training_pass_equals_the_causal_forward_pass(monkeypatch, max_pack):
+    """The loop's pass over packed groups (each prompt once, then its N answers; or N / c packs
+    of c answers) against the plain causal forward pass over every prompt + answer sequence,
+    values and gradients."""
+    from fgrpo_theory.sequence import model as model_module
     from fgrpo_theory.sequence.rl import token_logits
 
+    monkeypatch.setattr(model_module, "MAX_PACK", max_pack)
     m = _far_model()
     p = make_prompts(TASK)
     ptok = torch.from_numpy(p.tokens[[0, 2, 5]])
-    moves = torch.randint(0, 4, (3, 5, TASK.L), generator=torch.Generator().manual_seed(1))
-    seq = torch.cat([ptok.repeat_interleave(5, 0), moves.reshape(15, TASK.L)[:, :-1]], dim=1)
-    want = m(seq)[:, ptok.shape[1] - 1 :].reshape(3, 5, TASK.L, 4)
+    moves = torch.randint(0, 4, (3, 6, TASK.L), generator=torch.Generator().manual_seed(1))
+    seq = torch.cat([ptok.repeat_interleave(6, 0), moves.reshape(18, TASK.L)[:, :-1]], dim=1)
+    want = m(seq)[:, ptok.shape[1] - 1 :].reshape(3, 6, TASK.L, 4)
     got = token_logits(m, ptok, moves)
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
     w = torch.randn(want.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)

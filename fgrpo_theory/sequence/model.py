@@ -37,6 +37,8 @@ __all__ = ["ModelConfig", "TinyDecoder", "build_model"]
 
 #: Largest parameter count a model may have (refused before allocation).
 MAX_PARAMS = 50_000_000
+#: Most answers in one packed group of :meth:`TinyDecoder.rollout_logits`.
+MAX_PACK = 32
 
 
 @dataclass(frozen=True)
@@ -235,21 +237,29 @@ class TinyDecoder(nn.Module):
     def rollout_logits(self, prompts: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
         """Move logits [G, N, L, 4] at every answer position of ``N`` answers [G, N, L] to each
         prompt [G, P], by one pass over packed groups (:func:`packed_layout`): each prompt once,
-        then its ``N`` answers' first ``L - 1`` moves, each answer attending to the prompt and to
-        its own earlier moves. Equal to :meth:`forward` on the ``G N`` sequences prompt + answer
-        up to float rounding, with ``P + N (L - 1)`` tokens per group instead of ``N (P + L)``."""
+        then its answers' first ``L - 1`` moves, each answer attending to the prompt and to its
+        own earlier moves. Equal to :meth:`forward` on the ``G N`` sequences prompt + answer up
+        to float rounding, with ``P + N (L - 1)`` tokens per group instead of ``N (P + L)``.
+        A pack holds at most :data:`MAX_PACK` answers (attention grows with the square of a
+        pack's length): with larger ``N``, each prompt heads ``N / c`` packs of ``c`` answers,
+        ``c`` the largest divisor of ``N`` up to :data:`MAX_PACK`."""
         G, P = prompts.shape
         N, L = moves.shape[1:]
         T = L - 1
-        pos, mask = packed_layout(P, N, T)
-        tokens = torch.cat([prompts, moves[..., :T].reshape(G, N * T)], dim=1)
+        c = max(d for d in range(1, min(N, MAX_PACK) + 1) if N % d == 0)
+        if c < N:
+            prompts = prompts.repeat_interleave(N // c, 0)
+        g = prompts.shape[0]
+        pos, mask = packed_layout(P, c, T)
+        tokens = torch.cat([prompts, moves[..., :T].reshape(g, c * T)], dim=1)
         x = self.tok(tokens) + self.pos(pos.to(tokens.device))
         mask = mask.to(tokens.device)
         for b in self.blocks:
             x = b.masked(x, mask)
-        h = self.head(self.ln_f(x[:, P - 1 :]))  # [G, 1 + N T, 4]: the first move, then the rest
-        first = h[:, :1, None].expand(G, N, 1, h.shape[-1])
-        return torch.cat([first, h[:, 1:].reshape(G, N, T, h.shape[-1])], dim=2)
+        h = self.head(self.ln_f(x[:, P - 1 :]))  # [g, 1 + c T, 4]: the first move, then the rest
+        first = h[:, :1, None].expand(g, c, 1, h.shape[-1])
+        out = torch.cat([first, h[:, 1:].reshape(g, c, T, h.shape[-1])], dim=2)
+        return out.reshape(G, N, L, h.shape[-1])
 
     def decode_cache(self, prompt_cache: list, rows: torch.Tensor, length: int) -> list:
         """Per layer, key and value buffers [n, H, length, dh] for decoding the continuations
