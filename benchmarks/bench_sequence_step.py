@@ -5,8 +5,9 @@ The same model (the quick preset's shape: width 64, 2 layers, 4 heads; seeded un
 weights, which cost what trained ones do), the same batch (B = 8 prompts x N = 8 completions of
 L = 7 moves), AdamW, one torch thread, float32 on both sides:
 
-* ours: :func:`fgrpo_theory.sequence.rl.rl_step` (sampling with shared prompt keys/values,
-  verifier, ``trl`` advantages, log-prob surrogate, backward, AdamW step);
+* ours: :func:`fgrpo_theory.sequence.rl.rl_step` (sampling: each prompt prefilled once, its
+  rollouts decoded against a key/value buffer; verifier, ``trl`` advantages, the log-prob
+  surrogate over packed groups (each prompt once, then its N answers), backward, fused AdamW);
 * TRL, its own generation: ``trl.GRPOTrainer`` (``loss_type="dapo"``, ``scale_rewards="group"``,
   ``beta=0``, ``bf16=False``) on the same TinyDecoder wrapped as a ``transformers`` model that
   shares its parameters (:mod:`fgrpo_theory.sequence.hf`), completions from ``model.generate``

@@ -294,3 +294,69 @@ def test_same_seed_same_numbers_at_two_threads():
     a = run_sequence(cfg, cache=False)
     b = run_sequence(cfg, cache=False)
     assert a.equals(b) and torch.get_num_threads() == 1  # restored
+
+
+def _far_model(seed=3):
+    """A float64 model whose policy is far from flat (scaled-up weights)."""
+    from fgrpo_theory.sequence.model import build_model
+
+    m = build_model(ModelConfig(d_model=16, n_layers=2, n_heads=2, seed=seed), TASK.vocab,
+                    TASK.prompt_len + TASK.L)  # fmt: skip
+    with torch.no_grad():
+        for q in m.parameters():
+            q.mul_(20.0) if q.ndim > 1 else None
+    return m.double()
+
+
+@pytest.mark.parametrize("max_pack", [32, 4, 1])  # N = 6: one pack, packs of 3, of 1
+def test_packed_training_pass_equals_the_causal_forward_pass(monkeypatch, max_pack):
+    """The loop's pass over packed groups (each prompt once, then its N answers; or N / c packs
+    of c answers) against the plain causal forward pass over every prompt + answer sequence,
+    values and gradients."""
+    from fgrpo_theory.sequence import model as model_module
+    from fgrpo_theory.sequence.rl import token_logits
+
+    monkeypatch.setattr(model_module, "MAX_PACK", max_pack)
+    m = _far_model()
+    p = make_prompts(TASK)
+    ptok = torch.from_numpy(p.tokens[[0, 2, 5]])
+    moves = torch.randint(0, 4, (3, 6, TASK.L), generator=torch.Generator().manual_seed(1))
+    seq = torch.cat([ptok.repeat_interleave(6, 0), moves.reshape(18, TASK.L)[:, :-1]], dim=1)
+    want = m(seq)[:, ptok.shape[1] - 1 :].reshape(3, 6, TASK.L, 4)
+    got = token_logits(m, ptok, moves)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    w = torch.randn(want.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    g1 = torch.autograd.grad((want * w).sum(), list(m.parameters()))
+    g2 = torch.autograd.grad((token_logits(m, ptok, moves) * w).sum(), list(m.parameters()))
+    for a, b in zip(g1, g2, strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
+
+
+def test_sampler_draws_by_inverse_cdf_of_the_forward_pass(monkeypatch):
+    """Each sampled move is the inverse-CDF draw, at the generator's uniforms (L draws of
+    [G, N]), of the move distribution of the plain causal forward pass given the sampled prefix;
+    the sequence log-probability is the sum of the drawn moves' log-probabilities; decoding in
+    chunks of one row gives the same moves (log-probabilities to rounding: a one-row product is
+    another BLAS kernel)."""
+    import fgrpo_theory.sequence.rl as rl
+
+    m = _far_model(seed=5)
+    p = make_prompts(TASK)
+    ptok = torch.from_numpy(p.tokens[[1, 4]])
+    G, N, L = 2, 6, TASK.L
+    moves, lp = sample_answers(m, ptok, N, L, torch.Generator().manual_seed(3))
+    gen = torch.Generator().manual_seed(3)
+    u = torch.stack([torch.rand(G, N, generator=gen, dtype=torch.float64) for _ in range(L)])
+    seq = torch.cat([ptok.repeat_interleave(N, 0), moves.reshape(G * N, L)], dim=1)
+    with torch.no_grad():
+        logq = torch.log_softmax(m(seq[:, :-1])[:, ptok.shape[1] - 1 :], -1)  # [G N, L, 4]
+    cum = logq.exp().cumsum(-1).reshape(G, N, L, 4).permute(2, 0, 1, 3)  # [L, G, N, 4]
+    want = (cum[..., :3] <= u[..., None]).sum(-1).permute(1, 2, 0)
+    assert torch.equal(moves, want)
+    assert len(set(map(tuple, moves.reshape(-1, L).tolist()))) > 3  # not one repeated answer
+    lp_want = logq.gather(-1, moves.reshape(G * N, L, 1)).sum((1, 2)).reshape(G, N)
+    torch.testing.assert_close(lp, lp_want, rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(rl, "SAMPLE_BUFFER_BYTES", 1)  # one rollout per chunk
+    m1, lp1 = sample_answers(m, ptok, N, L, torch.Generator().manual_seed(3))
+    assert torch.equal(m1, moves)
+    torch.testing.assert_close(lp1, lp, rtol=1e-12, atol=1e-12)

@@ -5,12 +5,15 @@ embeddings, and an output head over the four moves only: the policy's next-token
 at every answer position is a softmax over {U, D, L, R}, so an answer of ``L`` moves is one of
 exactly ``4**L`` sequences and its probability is the product of ``L`` such softmaxes.
 
-Two ways to run it, equal up to float rounding (``tests/test_sequence_exact.py`` checks it):
-:meth:`TinyDecoder.forward` (whole sequences, a causal mask) and the cached path
-:meth:`TinyDecoder.prefill` + :meth:`TinyDecoder.extend`, where many continuations of one prompt
-share the prompt's keys and values and each carries only the keys and values of its own answer
-tokens: that is what lets the exact evaluation walk the prefix tree of the answer space at one
-token of compute per node, and the sampler draw ``N`` rollouts per prompt.
+Ways to run it, equal up to float rounding (``tests/test_sequence_exact.py`` and
+``tests/test_sequence_rl.py`` check it): :meth:`TinyDecoder.forward` (whole sequences, a causal
+mask; SFT); the cached path :meth:`TinyDecoder.prefill` + :meth:`TinyDecoder.extend`, where many
+continuations of one prompt share the prompt's keys and values and each carries only the keys
+and values of its own answer tokens (the exact evaluation walks the prefix tree of the answer
+space this way, at one token of compute per node); :meth:`TinyDecoder.decode`, one token per
+rollout against a preallocated key/value buffer (the RL sampler); and
+:meth:`TinyDecoder.rollout_logits`, one pass over packed groups, each prompt once followed by its
+``N`` answers under a block mask (the RL loss).
 
 Weights are drawn from a ``torch.Generator`` seeded with ``seed`` (nothing global), so a seed
 gives the same weights whatever else the process did.
@@ -18,6 +21,7 @@ gives the same weights whatever else the process did.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -26,10 +30,15 @@ from torch import nn
 
 from .._validate import fail
 
+F = torch.nn.functional
+_sdpa = F.scaled_dot_product_attention
+
 __all__ = ["ModelConfig", "TinyDecoder", "build_model"]
 
 #: Largest parameter count a model may have (refused before allocation).
 MAX_PARAMS = 50_000_000
+#: Most answers in one packed group of :meth:`TinyDecoder.rollout_logits`.
+MAX_PACK = 32
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,42 @@ class _Block(nn.Module):
         o = o + torch.einsum("nmht,nmhtd->nmhd", w[..., P:], v)
         return self._mlp(x + self.proj(o.reshape(x.shape))), (k, v)
 
+    def masked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Self-attention over x [B, S, d] where position i sees position j iff mask[i, j]
+        (one fused attention call)."""
+        q, k, v = (t.transpose(1, 2) for t in self._split(x))  # [B, H, S, dh]
+        o = _sdpa(q, k, v, attn_mask=mask).transpose(1, 2).reshape(x.shape)
+        return self._mlp(x + self.proj(o))
+
+    def decode(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor], pos: int):
+        """One new token per row, x [n, d] at position ``pos``: its key and value are written
+        into ``cache`` [n, H, S, dh] (the rows' keys and values at positions < pos filled).
+        The same operations as :meth:`extend`'s, called functionally (this runs once per layer
+        and token when sampling, where the per-call overhead is most of the cost)."""
+        n, d = x.shape
+        h = F.layer_norm(x, (d,), self.ln1.weight, self.ln1.bias, self.ln1.eps)
+        qkv = F.linear(h, self.qkv.weight, self.qkv.bias).view(n, 3, self.h, d // self.h)
+        K, V = cache
+        K[:, :, pos] = qkv[:, 1]
+        V[:, :, pos] = qkv[:, 2]
+        o = _sdpa(qkv[:, 0, :, None], K[:, :, : pos + 1], V[:, :, : pos + 1]).view(n, d)
+        x = x + F.linear(o, self.proj.weight, self.proj.bias)
+        h = F.layer_norm(x, (d,), self.ln2.weight, self.ln2.bias, self.ln2.eps)
+        h = F.gelu(F.linear(h, self.fc1.weight, self.fc1.bias))
+        return x + F.linear(h, self.fc2.weight, self.fc2.bias)
+
+
+@functools.lru_cache(maxsize=64)
+def packed_layout(P: int, N: int, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions [S] and attention mask [S, S] (S = P + N T) of a packed group: a prompt of
+    ``P`` tokens followed by ``N`` continuations of ``T`` tokens each, every continuation at
+    positions P..P+T-1 and seeing the prompt and its own earlier tokens only."""
+    with torch.inference_mode(False):  # cached: ordinary tensors even if first made in one
+        pos = torch.cat([torch.arange(P), torch.arange(P, P + T).repeat(N)])
+        cont = torch.cat([torch.full((P,), -1), torch.arange(N).repeat_interleave(T)])
+        same = (cont[None, :] == -1) | (cont[None, :] == cont[:, None])
+        return pos, (pos[None, :] <= pos[:, None]) & same
+
 
 class TinyDecoder(nn.Module):
     """Decoder-only transformer: tokens [B, T] -> move logits [B, T, 4] (see the module doc)."""
@@ -188,6 +233,54 @@ class TinyDecoder(nn.Module):
             x, kv = b.extend(x, prompt_cache[i], None if ans_cache is None else ans_cache[i])
             new.append(kv)
         return self.head(self.ln_f(x)), new
+
+    def rollout_logits(self, prompts: torch.Tensor, moves: torch.Tensor) -> torch.Tensor:
+        """Move logits [G, N, L, 4] at every answer position of ``N`` answers [G, N, L] to each
+        prompt [G, P], by one pass over packed groups (:func:`packed_layout`): each prompt once,
+        then its answers' first ``L - 1`` moves, each answer attending to the prompt and to its
+        own earlier moves. Equal to :meth:`forward` on the ``G N`` sequences prompt + answer up
+        to float rounding, with ``P + N (L - 1)`` tokens per group instead of ``N (P + L)``.
+        A pack holds at most :data:`MAX_PACK` answers (attention grows with the square of a
+        pack's length): with larger ``N``, each prompt heads ``N / c`` packs of ``c`` answers,
+        ``c`` the largest divisor of ``N`` up to :data:`MAX_PACK`."""
+        G, P = prompts.shape
+        N, L = moves.shape[1:]
+        T = L - 1
+        c = max(d for d in range(1, min(N, MAX_PACK) + 1) if N % d == 0)
+        if c < N:
+            prompts = prompts.repeat_interleave(N // c, 0)
+        g = prompts.shape[0]
+        pos, mask = packed_layout(P, c, T)
+        tokens = torch.cat([prompts, moves[..., :T].reshape(g, c * T)], dim=1)
+        x = self.tok(tokens) + self.pos(pos.to(tokens.device))
+        mask = mask.to(tokens.device)
+        for b in self.blocks:
+            x = b.masked(x, mask)
+        h = self.head(self.ln_f(x[:, P - 1 :]))  # [g, 1 + c T, 4]: the first move, then the rest
+        first = h[:, :1, None].expand(g, c, 1, h.shape[-1])
+        out = torch.cat([first, h[:, 1:].reshape(g, c, T, h.shape[-1])], dim=2)
+        return out.reshape(G, N, L, h.shape[-1])
+
+    def decode_cache(self, prompt_cache: list, rows: torch.Tensor, length: int) -> list:
+        """Per layer, key and value buffers [n, H, length, dh] for decoding the continuations
+        ``rows`` [n] (each the index of its prompt in ``prompt_cache``), the prompt's keys and
+        values copied into the first positions."""
+        out = []
+        for k, v in prompt_cache:  # [G, H, P, dh]
+            K = k.new_empty(len(rows), k.shape[1], length, k.shape[3])
+            V = torch.empty_like(K)
+            K[:, :, : k.shape[2]] = k[rows]
+            V[:, :, : k.shape[2]] = v[rows]
+            out.append((K, V))
+        return out
+
+    def decode(self, tokens: torch.Tensor, pos: int, cache: list) -> torch.Tensor:
+        """Feed one token per row, ``tokens`` [n] at position ``pos``, into ``cache``
+        (:meth:`decode_cache`, updated in place); the logits of the next move [n, 4]."""
+        x = self.tok(tokens) + self.pos.weight[pos]
+        for b, c in zip(self.blocks, cache, strict=True):
+            x = b.decode(x, c, pos)
+        return self.head(self.ln_f(x))
 
 
 def build_model(config: ModelConfig, vocab: int, max_len: int) -> TinyDecoder:

@@ -109,8 +109,11 @@ def train_run(
     """RL from the SFT weights ``state`` under ``cfg`` (torch settings already applied), the
     same random streams as :func:`fgrpo_theory.sequence.run.run_sequence`; the last-step exact
     metrics per split and, with ``checks``, one row per trained group (module doc)."""
+    import copy
+
     import torch
 
+    from ..schemes import parse_scheme
     from ..tail_miss import tail_miss_probability
     from .exact import PASS_K, prompt_metrics, split_metrics
     from .model import build_model
@@ -120,6 +123,9 @@ def train_run(
     rl, task = cfg.rl, cfg.task
     model = build_model(cfg.model, task.vocab, task.prompt_len + task.L)
     model.load_state_dict(state)
+    ref = None  # the reference policy of a kl term: the SFT model, frozen (as run_sequence)
+    if parse_scheme(rl.scheme).regularizer("kl") is not None:
+        ref = copy.deepcopy(model).requires_grad_(False)
     rng = np.random.default_rng([rl.seed, 3])
     gen = torch.Generator().manual_seed(rl.seed)
     opt = make_optimizer(model, rl)
@@ -128,7 +134,7 @@ def train_run(
         ids = np.sort(rng.choice(prompts.n_train, size=rl.B, replace=False))
         seen: dict = {}
         p0 = _probs(model, prompts, ids) if checks else None
-        st = rl_step(model, opt, prompts, ids, rl, gen,
+        st = rl_step(model, opt, prompts, ids, rl, gen, ref_model=ref,
                      before_update=lambda m, r, a, seen=seen: seen.update(moves=m))  # fmt: skip
         if checks:
             p1 = _probs(model, prompts, ids)
