@@ -36,10 +36,11 @@ named.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -294,6 +295,7 @@ def import_closure(
     in_functions: bool = True,
     packages: bool = True,
     exclude: Iterable[str] = (),
+    imports: Callable[[Path], tuple[set[str], set[str]]] | None = None,
 ) -> list[Path]:
     """The files of every module under ``roots`` reachable from the files ``starts``, sorted.
 
@@ -302,6 +304,7 @@ def import_closure(
     module, namely the enclosing packages (``import a.b.c`` runs ``a`` and ``a.b``) and, for a
     package whose ``__init__`` loads names lazily (a module ``__getattr__``) and whose attributes
     are used, all of its modules. Modules in or under ``exclude`` are not followed.
+    ``imports``: a function giving :func:`file_imports` of a file (a memo of it), else that.
     """
     exclude = tuple(exclude)
     roots = {name: Path(root).resolve() for name, root in roots.items()}
@@ -312,7 +315,10 @@ def import_closure(
         if f in seen:
             continue
         seen.add(f)
-        found, used = file_imports(f, roots, in_functions=in_functions)
+        if imports is None:
+            found, used = file_imports(f, roots, in_functions=in_functions)
+        else:
+            found, used = imports(f)
         if packages:
             found = {
                 ".".join(n.split(".")[: i + 1]) for n in found for i in range(n.count(".") + 1)
@@ -334,22 +340,92 @@ def import_closure(
 _KERNEL_MARKS = re.compile(r"^(from numba import |import numba|@njit|@numba\.|@jit_)", re.M)
 
 
-@lru_cache(maxsize=1)
-def kernel_sources() -> tuple[Path, ...]:
+#: Modules a kernel source imports that hold no code or constant a kernel compiles in: this
+#: module (the cache machinery: its locator and loader, imported by ``sim/_jit.py``). An edit
+#: here changes how kernels are found and loaded, never their machine code.
+_NOT_COMPILED_IN = (__name__,)
+
+
+@lru_cache(maxsize=2)
+def kernel_sources(memo: Path | None = None) -> tuple[Path, ...]:
     """The files a compiled kernel may depend on: every module of the package that imports
     ``numba`` or decorates a function with ``njit`` or a flavour of :mod:`fgrpo_theory.sim._jit`,
     and every package module those import when they are imported, transitively (helpers and
     module-level constants, which Numba compiles in; not the enclosing packages, whose code a
-    kernel does not use)."""
-    kernels = [p for p in _PACKAGE_DIR.rglob("*.py") if _KERNEL_MARKS.search(p.read_text("utf-8"))]
+    kernel does not use; not :data:`_NOT_COMPILED_IN`).
+
+    ``memo``: a JSON file that keeps each file's imports by its path and the SHA-256 of its
+    text (read and updated here), so that a process whose kernel sources are unchanged does
+    not parse them again (parsing the 13 files cost 0.06-0.1 s of every process that loads a
+    kernel); the result is the same with or without it."""
     roots = {_PACKAGE_DIR.name: _PACKAGE_DIR}
-    return tuple(import_closure(kernels, roots, in_functions=False, packages=False))
+    kernels = [p for p in _PACKAGE_DIR.rglob("*.py") if _KERNEL_MARKS.search(p.read_text("utf-8"))]
+    kernels = [p for p in kernels if module_name(p, roots)[0] not in _NOT_COMPILED_IN]
+    if memo is None:
+        closure = import_closure(
+            kernels, roots, in_functions=False, packages=False, exclude=_NOT_COMPILED_IN
+        )
+        return tuple(closure)
+    known = _read_memo(memo)
+    seen: dict[str, list[list[str]]] = {}
+
+    def imports(f: Path) -> tuple[set[str], set[str]]:
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        key = f"{f.relative_to(_PACKAGE_DIR).as_posix()} {digest}"
+        hit = known.get(key)
+        if hit is None:
+            found, used = file_imports(f, roots, in_functions=False)
+            hit = [sorted(found), sorted(used)]
+        seen[key] = hit
+        return set(hit[0]), set(hit[1])
+
+    closure = import_closure(
+        kernels, roots, in_functions=False, packages=False, exclude=_NOT_COMPILED_IN,
+        imports=imports,
+    )  # fmt: skip
+    if seen != known:
+        _write_memo(memo, seen)
+    return tuple(closure)
+
+
+def _read_memo(path: Path) -> dict[str, list[list[str]]]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(data, dict) and all(
+        isinstance(v, list) and len(v) == 2 and all(isinstance(x, list) for x in v)
+        and all(isinstance(n, str) for x in v for n in x)
+        for v in data.values()
+    )  # fmt: skip
+    return data if ok else {}
+
+
+def _write_memo(path: Path, data: dict[str, list[list[str]]]) -> None:
+    """Best effort, atomic (a concurrent reader sees the old memo or the new one)."""
+    import json
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+
+
+#: The memo of :func:`kernel_sources`, in the kernel cache folder.
+_MEMO_NAME = "kernel-imports.json"
 
 
 @lru_cache(maxsize=1)
 def _kernels_digest() -> str:
     h = hashlib.sha256()
-    for p in kernel_sources():
+    for p in kernel_sources(kernel_cache_dir() / _MEMO_NAME):
         h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -398,6 +474,88 @@ def register() -> None:
 
     locators.insert(0, PackageCacheLocator)
     _make_best_effort(caching, PackageCacheLocator)
+
+
+class _KernelCache:
+    """The disk cache of one kernel of this package, as :func:`kernel_cache` describes it: Numba's
+    ``FunctionCache``, created on the kernel's first compile or load, loading without Numba's
+    whole-context refresh."""
+
+    __slots__ = ("_py_func", "_cache")
+
+    def __init__(self, py_func) -> None:  # noqa: ANN001 - a function
+        self._py_func = py_func
+        self._cache = None
+
+    def _real(self):  # noqa: ANN202 - a Numba cache
+        if self._cache is None:
+            self._cache = _cache_class()(self._py_func)
+        return self._cache
+
+    def load_overload(self, sig, target_context):  # noqa: ANN001, ANN201 - Numba's signature
+        return self._real().load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):  # noqa: ANN001, ANN201 - Numba's signature
+        return self._real().save_overload(sig, data)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - cache_path, flush, enable, _cache_path...
+        return getattr(self._real(), name)
+
+    def __repr__(self) -> str:
+        state = "open" if self._cache is not None else "not opened yet"
+        return f"<kernel cache of {self._py_func.__qualname__} ({state})>"
+
+
+@lru_cache(maxsize=1)
+def _cache_class() -> type:
+    """Numba's ``FunctionCache`` whose load initializes only Numba's runtime (NRT), not the
+    whole target context, when Numba's private API allows; else ``FunctionCache`` itself.
+
+    Numba's ``Cache.load_overload`` first calls ``target_context.refresh()``, which imports and
+    installs every lowering registry Numba has (``numba.np.arraymath`` imports
+    ``scipy.linalg`` to check for BLAS, ``numba.np.arrayobj``, the typed containers, ...):
+    0.3-0.4 s of CPU, a third of a warm ``simulate``'s start-up, for work only a compilation
+    needs. Rebuilding cached machine code (``CompileResult._rebuild``: unserialize the object
+    code, link it, look up its entry point) needs the runtime's symbols, which
+    ``rtsys.initialize`` registers (the first thing ``refresh`` does), and nothing from the
+    registries; a cache miss compiles, and Numba's compiler refreshes the context itself first.
+    """
+    from numba.core import caching
+
+    base = caching.FunctionCache
+    try:
+        from numba.core.runtime import rtsys
+    except ImportError:  # pragma: no cover - Numba changed
+        return base
+    initialize = getattr(rtsys, "initialize", None)
+    if initialize is None or not hasattr(base, "_load_overload"):  # pragma: no cover
+        return base
+
+    class PackageFunctionCache(base):  # type: ignore[misc, valid-type]
+        def load_overload(self, sig, target_context):  # noqa: ANN001, ANN201
+            initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+            return None  # the guard swallowed an OSError (it printed one line)
+
+    return PackageFunctionCache
+
+
+def kernel_cache(dispatcher):  # noqa: ANN001, ANN201 - a Numba dispatcher, returned
+    """Give ``dispatcher`` (a kernel of this package, decorated without ``cache=True``) its disk
+    cache, as ``cache=True`` would, with two differences that only change start-up time:
+
+    - the cache object is created when the kernel is first compiled or loaded, not when it is
+      decorated (creating one per kernel stamps it, :func:`kernel_sources`, and stats its file:
+      about 40 % of importing the kernels; most kernels of a process are never called from
+      Python: the helpers compile into their callers);
+    - loading it from disk does not refresh Numba's whole target context
+      (:func:`_cache_class`).
+
+    ``register`` must have run (the locator). Returns ``dispatcher``.
+    """
+    dispatcher._cache = _KernelCache(dispatcher.py_func)
+    return dispatcher
 
 
 def _make_best_effort(caching, locator_class: type) -> None:  # noqa: ANN001 - a module

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import typer
@@ -28,16 +29,44 @@ TyperOption.display_type_rich = _no_bool_for_flags  # type: ignore[method-assign
 _process_value = TyperOption.process_value
 
 
+#: Canonical decimal integers and numbers (ASCII digits, no sign but "-", no leading zeros, no
+#: "_", no spaces): the texts whose int / float Pydantic's lax mode gives as ``int`` / ``float``
+#: do (both round a decimal correctly); any other text still goes through Typer and Pydantic.
+_INT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")
+_FLOAT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,40})?(?:[eE]-?[0-9]{1,3})?\Z")
+
+
+def _without_coercion(self: TyperOption, value: Any) -> tuple[bool, Any]:
+    """``(True, value)`` as Typer's coercion would return it, for the values where that needs no
+    Pydantic, else ``(False, None)``: an absent value (``None``; ``()`` for a repeatable
+    option), a text option given text, and a plain int or float option (no bounds) given a
+    canonical decimal text (:data:`_INT_TEXT`, :data:`_FLOAT_TEXT`)."""
+    desc = getattr(self, "type_descriptor", None)
+    annotation = getattr(desc, "annotation", None)
+    if self.multiple or self.nargs == -1:
+        return (True, ()) if value is None else (False, None)
+    if value is None or (annotation is str and type(value) is str):
+        return True, value
+    info = getattr(desc, "parameter_info", None)
+    plain = type(value) is str and getattr(info, "min", 0) is None and info.max is None
+    if plain and getattr(desc, "file_annotation", 0) is None:
+        if annotation is int and _INT_TEXT.match(value):
+            return True, int(value)
+        if annotation is float and _FLOAT_TEXT.match(value):
+            return True, float(value)
+    return False, None
+
+
 def _process_value_without_pydantic(self: TyperOption, ctx: Any, value: Any) -> Any:
-    """Typer's value processing, minus its coercion where that is the identity: an absent value
-    (``None``: Typer's coercion returns it as is) and a text option given text. Typer 0.29
-    coerces every value through a Pydantic adapter, and importing Pydantic for that cost
-    0.1-0.35 s of every run (a third of ``miss-prob``'s start-up beyond NumPy and pandas);
-    every other value (numbers, paths, choices, lists) still goes through Typer."""
-    annotation = getattr(getattr(self, "type_descriptor", None), "annotation", None)
-    multi = self.multiple or self.nargs == -1
-    if multi or not (value is None or (annotation is str and type(value) is str)):
+    """Typer's value processing, minus its coercion where that needs no Pydantic
+    (:func:`_without_coercion`). Typer 0.29 coerces every value through a Pydantic adapter,
+    and importing Pydantic for that cost 0.1-0.35 s of every run (a third of ``miss-prob``'s
+    start-up beyond NumPy and pandas; 0.11-0.16 s of CPU of a ``simulate --K 1000``); every
+    other value (paths, choices, lists, other texts) still goes through Typer."""
+    done, value_out = _without_coercion(self, value)
+    if not done:
         return _process_value(self, ctx, value)
+    value = value_out
     if self.required and self.value_is_missing(value):
         raise MissingParameter(ctx=ctx, param=self)
     if self.callback is not None:

@@ -6,9 +6,10 @@ every kernel source, see :mod:`fgrpo_theory._numba_cache`) and uses ``error_mode
 
 from __future__ import annotations
 
-from numba import njit
+from numba import njit as _njit
 
 from .._numba_cache import announce_compilation as _announce_compilation
+from .._numba_cache import kernel_cache as _kernel_cache
 from .._numba_cache import register as _register_cache
 
 _register_cache()  # compiled code goes to the user cache folder, never site-packages
@@ -32,6 +33,18 @@ FM_EW = {"nsz", "arcp", "contract", "afn", "reassoc"}
 # contraction) or without, depending on whether it had first been compiled standalone; measured:
 # population runs with idle-prompt Adam steps changed in the last bits with the order.
 _COMMON = {"cache": True, "error_model": "numpy"}
+
+
+def njit(*, cache: bool = False, **options):  # noqa: ANN201 - a decorator
+    """Numba's ``njit(**options)``; ``cache=True`` gives the kernel its disk cache the way
+    :func:`fgrpo_theory._numba_cache.kernel_cache` does (the same files as Numba's
+    ``cache=True``, opened on first use and loaded without refreshing Numba's whole context)."""
+    decorate = _njit(**options)
+    if not cache:
+        return decorate
+    return lambda func: _kernel_cache(decorate(func))
+
+
 #: exact IEEE arithmetic (random streams, sum-tree construction, idle Adam steps)
 jit_exact = njit(fastmath=False, **_COMMON)
 #: exact IEEE arithmetic, inlined into the caller at Numba IR level (the caller's flags apply)
