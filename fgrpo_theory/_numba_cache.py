@@ -368,10 +368,12 @@ def kernel_sources(memo: Path | None = None) -> tuple[Path, ...]:
         return tuple(closure)
     known = _read_memo(memo)
     seen: dict[str, list[list[str]]] = {}
+    # the reading of imports is this file's code: a memo written by another version is not used
+    reader = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
     def imports(f: Path) -> tuple[set[str], set[str]]:
         digest = hashlib.sha256(f.read_bytes()).hexdigest()
-        key = f"{f.relative_to(_PACKAGE_DIR).as_posix()} {digest}"
+        key = f"{f.relative_to(_PACKAGE_DIR).as_posix()} {digest} {reader}"
         hit = known.get(key)
         if hit is None:
             found, used = file_imports(f, roots, in_functions=False)

@@ -417,9 +417,14 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     assert kernel_sources(memo) == plain  # reused
     # a stale entry (another text of kernels.py) claiming no imports is not used
     key = next(k for k in data if k.startswith("sim/kernels.py "))
-    data[key.split()[0] + " " + "0" * 64] = [[], []]
+    data[key.split()[0] + " " + "0" * 64 + " " + key.split()[2]] = [[], []]
     del data[key]
     memo.write_text(json.dumps(data))
+    kernel_sources.cache_clear()
+    assert kernel_sources(memo) == plain
+    # an entry for this very text written by another version of the import reader: not used
+    path, digest, _reader = key.split()
+    memo.write_text(json.dumps({**data, f"{path} {digest} {'0' * 16}": [[], []]}))
     kernel_sources.cache_clear()
     assert kernel_sources(memo) == plain
     memo.write_text("{not json")
