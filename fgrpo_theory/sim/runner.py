@@ -213,6 +213,10 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
     return rec
 
 
+#: whether eligible dense configs at small K take :mod:`.ksmall`'s loop (tests compare both)
+SMALL_PATH = True
+
+
 def _run_chunk(
     rec: dict,
     st,
@@ -244,6 +248,11 @@ def _run_chunk(
         or thr_step.shape != (R, n_thr)
     ):
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
+    from . import ksmall
+
+    if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
+        ksmall.run_small_batch(p, lg, al, op, st, step_lo, step_hi, out)
+        return
     kn.run_batch(
         p, lg, al, op, rec["tree"], rec["scheme"], st, step_lo, step_hi, out, thr_out, thr_step
     )

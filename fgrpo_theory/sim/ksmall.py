@@ -1,0 +1,314 @@
+"""The dense path at small K: a lean run loop for the configs most users run at K <= 16.
+
+Taken (:func:`small_eligible`) by float64 logits, K <= ``SMALL_K``, the i.i.d. sampler, one
+inner update, table schemes (no likelihood-aware advantages, no regularizers) and no Q_pos
+thresholds; everything else (dynamic sampling, subsets, every optimizer and surrogate, clipping
+settings) is handled. The numbers are the general loop's (:func:`~.kernels.run_steps`) bit for
+bit (``tests/test_sim_small.py``): the same libm ``exp`` per logit and sum order, the same
+inverse-CDF count over the same uniforms, the same coefficient helper; the SGD and Adam element
+loops repeat, with explicit FMAs, the operations LLVM compiled :func:`~.kcore._sgd` and
+:func:`~.kcore._adam` to (Adam: for K < 8, where ``_adam`` runs its scalar loop; above, the
+loop calls ``_adam``), and Adam's step-dependent scalars are computed once per step for every
+run of a call instead of once per step and run.
+
+Where the general loop spends its time at K = 6 (CPU time per seed-step, K = 6, N = 8, one
+thread, load ~10): the 6 libm ``exp`` calls about 33 ns, the 8 draws about 60 ns (the 8 uniforms
+13 ns, the inverse-CDF counts 15 ns, the tally of distinct actions and counts, a chain of
+dependent loads and stores, 31 ns); the rest is the update (``_adam`` also increfs its five
+arrays, an atomic each, and raises two integer powers per call), the per-step dispatch on
+features the config does not use and the reference counting of the helpers' arrays, which
+this loop removes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import prange, types
+from numba.extending import intrinsic
+
+from ._jit import jit_exact, jit_exact_inline, jit_parallel
+from .kcore import (
+    OPT_ADAMW,
+    OPT_SGD,
+    _adam,
+    _coefficients,
+    _nonzero_below,
+    _tally,
+)
+from .kernels import _count_tail, _first_row, _log_row
+from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
+from .rng import next_uniform
+
+#: largest K the small-K loop takes (the i.i.d. sampler's branch-free plain CDF covers K <= 16)
+SMALL_K = 16
+#: below this K, :func:`~.kcore._adam` runs its scalar loop only (its vector body starts at 8),
+#: which :func:`_adam_small` reproduces; from 8 to ``SMALL_K`` the loop calls ``_adam`` itself
+ADAM_SCALAR_K = 8
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` with one rounding (``llvm.fma``: the FMA instruction on this machine)."""
+    if not all(x == types.float64 for x in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@jit_exact
+def adam_rows(b1, b2, t_lo, t_hi):
+    """``tab[t - t_lo]`` = ``(1 - b1^t, sqrt(1 - b2^t), 1 / sqrt(1 - b2^t))`` for ``t = t_lo ..
+    t_hi``: Adam's step-dependent scalars as :func:`~.kcore._adam` computes them (Numba's
+    integer power, strict IEEE), once per step for every run of a call."""
+    tab = np.empty((t_hi - t_lo + 1, 3))
+    for t in range(t_lo, t_hi + 1):
+        r = t - t_lo
+        bc1 = 1.0 - b1**t
+        sb = np.sqrt(1.0 - b2**t)
+        tab[r, 0] = bc1
+        tab[r, 1] = sb
+        tab[r, 2] = 1.0 / sb
+    return tab
+
+
+# The element loops below repeat, operation for operation, the machine code LLVM makes of
+# kcore._sgd and kcore._adam (fast-math, reassociated: read from their assembly; fused
+# multiply-adds where it fused, separate roundings where it did not), in strict IEEE arithmetic
+# with explicit FMAs, so they give the same bits without a call, its reference counting (_adam
+# increfs its five arrays per call) or its per-call scalars. tests/test_sim_small.py checks the
+# small loop against the general one bit for bit; small_eligible() takes this path only on a
+# machine with FMA instructions (where the kernels' own code fuses).
+
+
+@jit_exact_inline
+def _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd):
+    """kcore._sgd: ``z -= lr ((e pC - c) / N + wd z)``, ``pC = C inv_s``."""
+    pc = C * inv_s
+    for i in range(z.shape[0]):
+        zi = z[i]
+        a = _fma(e[i], pc, -cvec[i])
+        b = _fma(inv_n, a, zi * wd)
+        z[i] = _fma(-lr, b, zi)
+
+
+@jit_exact_inline
+def _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb, rsb, mm, vv):
+    """kcore._adam's scalar loop (K < 8): ``g = (e pC - c) / N + l2 z``, ``m = b1 (m - g) + g``,
+    ``v = b2 (v - g^2) + g^2``, ``z = decay z - lr m / ((sqrt(v) / sb + eps) bc1)``; the first
+    element of an odd K divides by ``sb``, the others multiply by ``rsb = 1 / sb``."""
+    pc = C * inv_s
+    K = z.shape[0]
+    for i in range(K):
+        zi = z[i]
+        t1 = _fma(-pc, e[i], cvec[i])
+        g = _fma(-inv_n, t1, zi * l2)
+        m = _fma(b1, mm[i] - g, g)
+        gg = g * g
+        v = _fma(b2, vv[i] - gg, gg)
+        mm[i] = m
+        vv[i] = v
+        if i == 0 and K % 2 == 1:
+            den = (np.sqrt(v) / sb + eps) * bc1
+        else:
+            den = _fma(np.sqrt(v), rsb, eps) * bc1
+        z[i] = _fma(decay, zi, -((m * lr) / den))
+
+
+@jit_exact
+def run_small(prob, log, alg, opt, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
+              sctab, t_base):  # fmt: skip
+    """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
+    :func:`~.kernels.run_steps`); ``sctab[t - t_base]``: Adam's scalars of step ``t``
+    (:func:`adam_rows`). Strict IEEE arithmetic: the general loop's fast-math flags change none
+    of its operations here (no sum of products to fuse, no reassociation)."""
+    K = z.shape[0]
+    N = alg.N
+    correct = prob.correct
+    adv_c = prob.adv_c
+    adv_w = prob.adv_w
+    submask = log.submask
+    log_steps = log.log_steps
+    n_log = log_steps.shape[0]
+    n_sub = submask.shape[0]
+    dyn = alg.dyn
+    max_res = alg.max_res
+    keep = alg.keep
+    rule = alg.rule
+    algo = alg.algo
+    zero_sum = alg.zero_sum
+    dual_c = alg.dual_c
+    lo_b = 1.0 - alg.clip_lo
+    hi_b = 1.0 + alg.clip_hi
+    sgd = opt.kind == OPT_SGD
+    lr = opt.lr
+    wd = opt.wd
+    b1 = opt.b1
+    b2 = opt.b2
+    eps = opt.eps
+    decoupled = opt.kind == OPT_ADAMW
+    decay = _fma(-wd, lr, 1.0) if decoupled else 1.0
+    l2 = 0.0 if decoupled else wd
+    inline_adam = K < ADAM_SCALAR_K
+    inv_n = 1.0 / N
+    key = state_io[0]
+    c = state_io[1]
+    state = np.empty(2, np.uint64)
+    state[0] = key
+    state[1] = c
+    cnt = np.zeros(K, np.int64)
+    touched = np.empty(min(N, K) + 1, np.int64)
+    hit = np.zeros(n_sub, np.bool_)
+    e = np.empty(K)
+    cum = np.empty(K)
+    cvec = np.zeros(K)
+    pold = np.empty(1)
+    ktails = tails[n_sub : 2 * n_sub]
+    li = ints[I_LOG]
+    if step_lo == 0:
+        li = _first_row(z, correct, submask, prob.p0, prob.sum_p0c, log_steps, out)
+    groups = ints[I_GROUPS]
+    active = ints[I_ACTIVE]
+    resamples = ints[I_RESAMPLES]
+    t_opt = ints[I_TOPT]
+    zmax = _max_small(z)
+    for step in range(step_lo + 1, step_hi + 1):
+        S = 0.0
+        for i in range(K):  # kcore._exp_shift below 32 actions: libm's exp, summed in order
+            v = np.exp(z[i] - zmax)
+            e[i] = v
+            S += v
+        nd, X = _draw_small(e, cum, correct, N, state, cnt, touched)
+        groups += 1
+        if 0 < X < N:
+            active += 1
+            if n_sub > 0:
+                _count_tail(touched, nd, submask, hit, tails)
+        if dyn:
+            r = 0
+            while keep[X] == 0 and r < max_res:
+                for j in range(nd):
+                    cnt[touched[j]] = 0
+                nd, X = _draw_small(e, cum, correct, N, state, cnt, touched)
+                r += 1
+            resamples += r
+            if 0 < X < N:
+                tails[2 * n_sub] += 1
+                if n_sub > 0:
+                    _count_tail(touched, nd, submask, hit, ktails)
+        inv_s = 1.0 / S
+        C = _coefficients(
+            touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold, True, rule, algo, lo_b,
+            hi_b, zero_sum, cvec, dual_c,
+        )  # fmt: skip
+        t_opt += 1
+        if sgd:
+            _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd)
+        else:
+            if inline_adam:
+                r0 = t_opt - t_base
+                _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps,
+                            sctab[r0, 0], sctab[r0, 1], sctab[r0, 2], mm, vv)  # fmt: skip
+            else:
+                _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, decoupled, b1, b2, eps, t_opt, mm, vv)
+        zmax = _max_small(z)
+        for j in range(nd):
+            k = touched[j]
+            cvec[k] = 0.0
+            cnt[k] = 0
+        if li < n_log and step == log_steps[li]:
+            _log_row(z, correct, submask, prob.p0, prob.sum_p0c, out[li], groups, active,
+                     resamples, tails)  # fmt: skip
+            groups = 0
+            active = 0
+            resamples = 0
+            li += 1
+    state_io[1] = state[1]
+    ints[I_TOPT] = t_opt
+    ints[I_LOG] = li
+    ints[I_GROUPS] = groups
+    ints[I_ACTIVE] = active
+    ints[I_RESAMPLES] = resamples
+
+
+@jit_exact_inline
+def _max_small(z):
+    """The largest logit (a max is exact in any order)."""
+    m = z[0]
+    for i in range(1, z.shape[0]):
+        m = z[i] if z[i] > m else m
+    return m
+
+
+@jit_exact_inline
+def _draw_small(e, cum, correct, N, state, cnt, touched):
+    """:func:`~.kcore._sample_iid` for K <= 16 (the plain CDF, a branch-free count)."""
+    K = e.shape[0]
+    acc = 0.0
+    for i in range(K):
+        acc += e[i]
+        cum[i] = acc
+    total = acc
+    nd = 0
+    X = 0
+    for _ in range(N):
+        t = next_uniform(state) * total
+        k = 0
+        for i in range(K - 1):
+            k += cum[i] <= t
+        nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
+    return nd, X
+
+
+@jit_parallel
+def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
+    """:func:`run_small` for every run (row) of ``st`` in parallel."""
+    R = st.z.shape[0]
+    t_lo = st.ints[0, I_TOPT]
+    t_hi = t_lo
+    for r in range(R):
+        t_lo = min(t_lo, st.ints[r, I_TOPT])
+        t_hi = max(t_hi, st.ints[r, I_TOPT])
+    n = t_hi - t_lo + step_hi - step_lo
+    if opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:
+        sctab = np.zeros((1, 3))
+    else:
+        sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n)
+    for r in prange(R):
+        run_small(
+            prob, log, alg, opt, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+            st.tails[r], step_lo, step_hi, out[r], sctab, t_lo + 1,
+        )  # fmt: skip
+
+
+def _host_has_fma() -> bool:
+    """Whether the compiling CPU has FMA instructions (then LLVM fuses in kcore's loops as the
+    replicas above do; without them it does not, and the small loop is not used)."""
+    import llvmlite.binding as llb
+
+    return bool(llb.get_host_cpu_features().get("fma", False))
+
+
+HOST_FMA = _host_has_fma()
+
+
+def small_eligible(rec: dict, z: np.ndarray) -> bool:
+    """Whether the runs of the records ``rec`` with logits ``z[R, K]`` take :func:`run_small`."""
+    from .kcore import SAMPLER_IID
+
+    alg, lg = rec["alg"], rec["log"]
+    return (
+        HOST_FMA
+        and rec["tree"] is None
+        and rec["scheme"] is None
+        and z.dtype == np.float64
+        and z.shape[1] <= SMALL_K
+        and alg.sampler == SAMPLER_IID
+        and alg.inner == 1
+        and lg.thresholds.shape[0] == 0
+    )
