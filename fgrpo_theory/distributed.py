@@ -121,11 +121,16 @@ def _task_key(fn: Callable[..., Any], label: str | None) -> str:
 
 def _in_order(futures: list[cf.Future], progress: bool = False) -> Iterator[Any]:
     bar = None
+    console = None
     if progress and futures:
         from rich.console import Console
+
+        console = Console(stderr=True)
+    # a bar only on a terminal: a transient bar on a pipe or file leaves an empty line
+    if console is not None and console.is_terminal:
         from rich.progress import Progress
 
-        bar = Progress(console=Console(stderr=True), transient=True)
+        bar = Progress(console=console, transient=True)
         task = bar.add_task(f"{len(futures)} tasks on the cluster", total=len(futures))
         for fut in futures:  # Progress is thread-safe; callbacks run in the client's threads
             fut.add_done_callback(lambda _f: bar.advance(task))
@@ -304,6 +309,10 @@ class DaskExecutor(cf.Executor):
                 )
             except BaseException as e:
                 _forget_half_built_clusters(instances, before, children)
+                if pressed and not isinstance(e, KeyboardInterrupt):
+                    # a Ctrl-C came first: whatever failed after it (a worker that got it
+                    # too), the user asked to stop, and that is what is reported
+                    raise KeyboardInterrupt from e
                 if isinstance(e, RuntimeError):
                     raise RuntimeError(
                         f"could not start the worker processes of {self.spec.text!r} ({e}); a "
@@ -593,13 +602,35 @@ def _start_fork_server(distributed: Any) -> None:
                 resource_tracker.ensure_running()
             finally:
                 sys.warnoptions.remove("ignore::UserWarning")
-        forkserver.ensure_running()
+        # The fork server is a new interpreter: a Ctrl-C while it imports ``site`` or its
+        # preloaded modules killed it with "Fatal Python error: init_import_site" or a
+        # traceback (and the cluster then failed to start). It starts with SIGINT blocked, a
+        # mask it inherits through fork and exec, until it ignores SIGINT and unblocks it
+        # (:mod:`fgrpo_theory._forkserver_sigint`); here a Ctrl-C in that window stays
+        # pending and reaches this process's handler when unblocked below.
+        with _sigint_blocked():
+            forkserver.ensure_running()
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in the calling thread for the ``with`` block (where the platform can)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 #: Dask's configuration key for how worker processes are started.
