@@ -1,4 +1,4 @@
-"""Imported only by Python's multiprocessing fork server that :mod:`fgrpo_theory.distributed`
+"""Imported only by Python's multiprocessing fork server that :mod:`fgrpo_theory._local_cluster`
 starts for a local Dask cluster (as one of its preloaded modules): the server then ignores
 SIGINT, and the fork server hands that disposition to every worker it forks, so the workers
 never see the terminal's Ctrl-C (the process that started the cluster gets it and closes them).
