@@ -102,8 +102,7 @@ def start_local_cluster(ex: DaskExecutor, distributed: Any) -> None:
         finally:
             if main:
                 signal.signal(signal.SIGINT, handler)
-    if pressed:  # pressed while the cluster started: DaskExecutor.start() closes it, then
-        # propagates
+    if pressed:  # pressed while the cluster started: start() closes it, then propagates
         raise KeyboardInterrupt
 
 
@@ -146,7 +145,7 @@ def _start_fork_server(distributed: Any) -> None:
         # traceback (and the cluster then failed to start). It starts with SIGINT blocked, a
         # mask it inherits through fork and exec, until it ignores SIGINT and unblocks it
         # (:mod:`fgrpo_theory._forkserver_sigint`); here a Ctrl-C in that window stays
-        # pending and reaches this process's handler when unblocked below.
+        # pending and reaches this process's handler once unblocked.
         with _sigint_blocked():
             forkserver.ensure_running()
     finally:

@@ -642,7 +642,7 @@ def warm_cli_kernels():
 
     cmd = [sys.executable, "-c", "from fgrpo_theory.cli._entry import main; main()"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    subprocess.run([*cmd, *SMALL], env=env, capture_output=True, timeout=300, check=True)
+    subprocess.run([*cmd, *SMALL], env=env, capture_output=True, timeout=600, check=True)
     return cmd, env
 
 
