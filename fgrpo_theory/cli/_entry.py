@@ -65,9 +65,11 @@ def main() -> None:
     """Entry point of the ``fgrpo-theory`` console script."""
     import signal
 
+    _reported.clear()  # per run (a caller may run main() more than once in one process)
+    previous = None
     try:
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, _on_sigint)
+            previous = signal.signal(signal.SIGINT, _on_sigint)
         from . import main as cli_main
 
         cli_main()
@@ -76,3 +78,8 @@ def main() -> None:
             print(INTERRUPTED, file=sys.stderr)
             _reported.set()
         sys.exit(130)
+    finally:
+        # a watchdog already armed keeps running (it also bounds the interpreter's exit); the
+        # handler is the caller's again, for a caller that runs main() in its own process
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
