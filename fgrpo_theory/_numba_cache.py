@@ -107,7 +107,19 @@ def kernel_cache_dir() -> Path:
             return candidate
         if candidate == wanted:
             first = why
-    fallback = Path(tempfile.mkdtemp(prefix="fgrpo-theory-numba-"))
+    try:
+        fallback = Path(tempfile.mkdtemp(prefix="fgrpo-theory-numba-"))
+    except OSError as e:  # a full or unwritable /tmp too: compile for this run, cache nothing
+        global _warned_unusable
+        _warned_unusable = True  # the line below says it all: no second line when saving fails
+        tmp = os.environ.get("TMPDIR") or "the temporary folder"
+        print(
+            f"fgrpo-theory: kernel cache not usable ({wanted}: {first}; a temporary folder in "
+            f"{tmp}: {e.strerror or e}); the run goes on, kernels are compiled for this run "
+            "only",
+            file=sys.stderr,
+        )
+        return NO_CACHE
     import atexit
     import shutil
 
@@ -118,6 +130,12 @@ def kernel_cache_dir() -> Path:
         file=sys.stderr,
     )
     return fallback
+
+
+#: What :func:`kernel_cache_dir` returns when no folder is usable, not even a temporary one: a
+#: path that can never be created (under a file), so every cache read or write of this run fails
+#: with an ``OSError`` that :func:`_make_best_effort` turns into a miss, silently.
+NO_CACHE = Path(os.devnull) / "fgrpo-theory-no-kernel-cache"
 
 
 def _default_cache_dir() -> Path:
@@ -461,6 +479,12 @@ def register() -> None:
         def get_cache_path(self) -> str:
             return self._cache_path
 
+        def ensure_cache_path(self) -> None:
+            # with no usable folder this locator still claims the package's kernels (else
+            # Numba would cache them next to the sources, or raise): nothing is read or written
+            if kernel_cache_dir() != NO_CACHE:
+                super().ensure_cache_path()
+
         def get_source_stamp(self):  # noqa: ANN201 - any picklable object
             # the file's own stamp (Numba's) and the digest of every kernel source: an edit to a
             # helper in another kernel file recompiles the kernels that compiled it in
@@ -650,7 +674,9 @@ def announce_compilation() -> None:
             _announced = True
             import sys
 
-            print(COMPILE_NOTICE.format(where=_compile_cache_dir()), file=sys.stderr, flush=True)
+            where = _compile_cache_dir()
+            where = "no folder (none is usable)" if where == NO_CACHE else where
+            print(COMPILE_NOTICE.format(where=where), file=sys.stderr, flush=True)
 
         def on_end(self, ev):  # noqa: ANN001 - Numba's signature
             return None

@@ -27,6 +27,9 @@ __all__ = ["KEY_NAME", "folder_key", "keyed_digest", "owned_private_dir", "make_
 #: Name of the key file in a folder of results.
 KEY_NAME = ".fgrpo-theory.key"
 _KEY_BYTES = 32
+_SHORT = f"it is not a {_KEY_BYTES}-byte key"
+#: Seconds a new, still short key file is given for its creator to write it.
+_KEY_WRITE_SECONDS = 5.0
 
 
 def _check_key_fd(fd: int) -> str | None:
@@ -40,16 +43,27 @@ def _check_key_fd(fd: int) -> str | None:
     if st.st_nlink != 1:
         return "it has other hard links"
     if st.st_size != _KEY_BYTES:
-        return f"it is not a {_KEY_BYTES}-byte key"
+        return _SHORT
     return None
 
 
 def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None]:
     """``(key, None)``: the folder's key, created if missing; ``(None, why)`` if there is a key
-    file this tool cannot trust, or the folder takes no new file."""
+    file this tool cannot trust, or the folder takes no new file.
+
+    Another process may have just created the key file and not yet written its 32 bytes (it is
+    created empty with ``O_EXCL``, then written): a short key file younger than
+    :data:`_KEY_WRITE_SECONDS` is read again until it is whole, for up to that long. (Refusing
+    it at once made the second of two sweeps started together on a new folder trust none of
+    the first one's results, and compute a config the first had finished: seen in CI.)
+    """
+    import time
+
     path = Path(folder) / KEY_NAME
     nofollow = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(3):
+    deadline = time.monotonic() + _KEY_WRITE_SECONDS
+    gone = 0
+    while True:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
         except FileExistsError:
@@ -70,22 +84,33 @@ def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None
         try:
             fd = os.open(path, os.O_RDONLY | nofollow)
         except FileNotFoundError:
-            continue  # removed meanwhile: create it again
+            gone += 1
+            if gone < 3:
+                continue  # removed meanwhile: create it again
+            return None, f"its key file {path} could not be read"
         except OSError as e:
             return None, f"its key file {path} cannot be opened ({e.strerror or e})"
         try:
             why = _check_key_fd(fd)
+            st = os.fstat(fd)
+            # only its size is wrong, and it is new: its creator is writing it
+            being_written = (
+                why == _SHORT
+                and st.st_size < _KEY_BYTES
+                and time.time() - st.st_mtime < _KEY_WRITE_SECONDS
+            )
             if why is None:
                 key = os.read(fd, _KEY_BYTES + 1)
                 if len(key) == _KEY_BYTES:
                     return key, None
-                # being written by another process right now: read it again
-                why = "it is incomplete"
+                being_written = True  # shorter than when checked: read it again
         finally:
             os.close(fd)
-        if why != "it is incomplete":
+        if not being_written:
             return None, f"its key file {path} is not this user's private key ({why})"
-    return None, f"its key file {path} could not be read"
+        if time.monotonic() > deadline:
+            return None, f"its key file {path} is not this user's private key (it is incomplete)"
+        time.sleep(0.01)
 
 
 def keyed_digest(key: bytes, *parts: str | bytes) -> str:

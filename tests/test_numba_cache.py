@@ -435,3 +435,78 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     assert kernel_sources(memo) == plain
     # the cache machinery compiles nothing in: an edit to it recompiles no kernel
     assert "_numba_cache.py" not in {p.name for p in plain}
+
+
+#: The fallback temporary folder cannot be created, nor written (a full /tmp): every way Python
+#: makes a temporary folder or file raises ENOSPC.
+FULL_TMP = (
+    "import errno, tempfile\n"
+    "def full(*a, **k):\n"
+    "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+    "tempfile.mkdtemp = tempfile.TemporaryFile = tempfile.mkstemp = full\n"
+)
+
+
+def _no_usable_cache_folder(tmp_path: Path, prelude: str) -> subprocess.CompletedProcess:
+    """The probe kernel run with no usable cache folder (a missing home) and ``prelude`` run
+    first, with TMPDIR in ``tmp_path / 't'``."""
+    root = _package_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items()}
+    for k in ("NUMBA_CACHE_DIR", "FGRPO_THEORY_CACHE_DIR", "XDG_CACHE_HOME"):
+        env.pop(k, None)
+    env.update(HOME=str(tmp_path / "no-home"), PYTHONPATH=str(root), TMPDIR=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + RUN_PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
+
+
+def test_a_full_tmp_on_the_fallback_path_costs_one_line_never_the_run(tmp_path):
+    """Issue 26, the last case: the wanted and default cache folders are unusable (a missing
+    home) and the fallback, a temporary folder, cannot be created either (a full /tmp, injected
+    as ENOSPC from tempfile). Before the fix: a traceback from the cache locator (exit 1). Now
+    the kernel runs uncached with the same result, and one line names both folders and why."""
+    root_value, _ = _run_probe(_package_copy(tmp_path / "ref"), tmp_path / "good")
+    out = _no_usable_cache_folder(tmp_path, FULL_TMP)
+    assert out.returncode == 0, out.stderr
+    value, hits = out.stdout.split()
+    assert float(value) == root_value and int(hits) == 0
+    lines = _cache_lines(out.stderr)
+    assert len(lines) == 1, out.stderr
+    assert str(tmp_path / "no-home") in lines[0] and "No space left on device" in lines[0]
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "no-home").exists()
+    assert list((tmp_path / "t").iterdir()) == []
+    # nothing was written next to the package's sources either (Numba's in-tree fallback)
+    assert not list((tmp_path / "src").rglob("*.nbi"))
+
+
+def test_a_really_full_tmp_on_the_fallback_path_never_ends_the_run(tmp_path):
+    """The same with a real full file system as the temporary folder (a 64 KiB tmpfs filled to
+    the last block; needs root and mount, else skipped): the run goes on with the same result,
+    its lines name the folders, no traceback, nothing left behind."""
+    import pytest
+
+    disk = tmp_path / "disk"
+    try:
+        if not _mount_full_tmpfs(disk):
+            pytest.skip("needs root and a tmpfs mount")
+        root_value, _ = _run_probe(_package_copy(tmp_path / "ref"), tmp_path / "good")
+        # Python's tempfile skips a TMPDIR it cannot write a test file in; this is the folder
+        # it would use
+        out = _no_usable_cache_folder(
+            tmp_path, f"import tempfile; tempfile.tempdir = {str(disk)!r}\n"
+        )
+        assert out.returncode == 0, out.stderr
+        assert float(out.stdout.split()[0]) == root_value
+        lines = _cache_lines(out.stderr)
+        assert 1 <= len(lines) <= 2 and all(str(disk) in line for line in lines), out.stderr
+        assert "Traceback" not in out.stderr
+        assert sorted(p.name for p in disk.iterdir()) == ["fill"]
+    finally:
+        if os.path.ismount(disk):
+            subprocess.run(["umount", str(disk)], check=True)

@@ -259,3 +259,40 @@ def test_a_missing_home_is_never_created(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     df, hit = cache.cached("t", {}, lambda: pd.DataFrame({"x": [1.0]}))
     assert not hit and list(df["x"]) == [1.0] and not home.exists()
+
+
+def test_a_key_file_being_written_by_another_process_is_waited_for(tmp_path):
+    """Two sweeps started together on a new folder: the second found the key file the first
+    had just created (empty, O_EXCL) but not yet written, refused it as 'not a 32-byte key',
+    trusted none of the first one's results and computed a config twice (seen in CI). Here the
+    'first process' writes its key 0.3 s after creating the file: the reader waits for it and
+    gets that key; an old short file is still refused at once."""
+    import threading
+    import time
+
+    path = tmp_path / KEY_NAME
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    key = os.urandom(32)
+
+    def finish():
+        time.sleep(0.3)
+        os.write(fd, key)
+        os.close(fd)
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    t0 = time.monotonic()
+    got, why = folder_key(tmp_path)
+    writer.join()
+    assert (got, why) == (key, None)
+    assert 0.25 < time.monotonic() - t0 < 5.0
+    # a short key file that nobody is writing (older than the grace period) is refused at once
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / KEY_NAME).write_bytes(b"short")
+    os.chmod(old / KEY_NAME, 0o600)
+    os.utime(old / KEY_NAME, (time.time() - 60, time.time() - 60))
+    t0 = time.monotonic()
+    got, why = folder_key(old)
+    assert got is None and "not a 32-byte key" in why
+    assert time.monotonic() - t0 < 0.5

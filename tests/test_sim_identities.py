@@ -229,3 +229,36 @@ def test_chunked_runs_are_bit_identical(kw):
     R = cfg.n_runs
     assert len(ticks) == -(-cfg.steps // 5) and ticks[-1] == (R, R)
     assert [d for d, _ in ticks] == sorted(d for d, _ in ticks)
+
+
+def test_chunks_shrink_to_the_measured_rate_on_a_slow_machine(monkeypatch):
+    """The planned chunk is an estimate: on a machine four times slower than planned, every
+    kernel call took 2 s, and Ctrl-C (acted on between calls) waited that long. The kernel is
+    replaced by a sleep of that speed (a hand case; no number is computed): after the first
+    call the chunks take about CHUNK_SECONDS, and the steps still run in order, none skipped
+    or repeated. (The real kernels' numbers do not depend on chunks:
+    test_chunked_runs_are_bit_identical.)"""
+    import time
+
+    from fgrpo_theory.sim import runner
+    from fgrpo_theory.sim.budget import CHUNK_SECONDS, plan_chunks
+
+    cfg = SimConfig(K=6, N=8, steps=200_000_000, seeds=2, log_every=100_000_000)
+    _, planned = plan_chunks(cfg, 1)
+    per_step = 4 * CHUNK_SECONDS / planned
+    calls = []
+
+    def slow(rec, st, s_lo, s_hi, *rest):
+        t0 = time.perf_counter()
+        time.sleep((s_hi - s_lo) * per_step)
+        calls.append((s_lo, s_hi, time.perf_counter() - t0))
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_run_chunk", slow)
+    with pytest.raises(KeyboardInterrupt):
+        simulate(cfg, threads=1)
+    assert calls[0][1] - calls[0][0] == planned
+    assert [c[0] for c in calls[1:]] == [c[1] for c in calls[:-1]]  # contiguous steps
+    for _, _, took in calls[1:]:
+        assert took < 2 * CHUNK_SECONDS, calls  # 4 x CHUNK_SECONDS before

@@ -299,7 +299,13 @@ def test_two_sweeps_on_one_folder_compute_each_config_once(tmp_path):
     log = tmp_path / "log"
     code = _CONCURRENT.format(sweep=SWEEP, log=str(log), out=str(tmp_path / "out"))
     procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    try:
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    finally:  # a timed-out run leaves no sweep behind
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     computed = log.read_text().split()
     assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(SWEEP))
     assert _hidden(tmp_path / "out") == []
@@ -312,6 +318,9 @@ def test_no_progress_bar_from_python_unless_asked(tmp_path, capfd):
     run_sweep(SMALL, tmp_path / "b", progress=True)
     out, err = capfd.readouterr()
     assert out == ""  # a bar never writes to stdout
+    # nor to a stderr that is not a terminal: a transient bar there left an empty line, so a
+    # Ctrl-C's one line 'fgrpo-theory: interrupted' came out as two
+    assert err == ""
 
 
 _CONCURRENT_LOCAL = """
@@ -339,7 +348,13 @@ def test_two_local_sweeps_share_the_work(tmp_path):
     log = tmp_path / "log"
     code = _CONCURRENT_LOCAL.format(sweep=sweep, log=str(log), out=str(tmp_path / "out"))
     procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    try:
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    finally:  # a timed-out run leaves no sweep behind
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     computed = log.read_text().split()
     assert sorted(computed) == sorted(config_hash(c) for c in expand_grid(sweep))
     assert _hidden(tmp_path / "out") == []

@@ -315,7 +315,10 @@ def with_progress(
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a transient bar on a pipe or file leaves an empty line
+        return run(None)
+    with Progress(console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         return run(lambda done, _total: bar.update(task, completed=done))
 

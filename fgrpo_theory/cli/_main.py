@@ -189,4 +189,7 @@ def _run(args: list[str]) -> int:
         # standalone_mode=False: silently, before) or a command stopped its run on it
         detail = f" after {INTERRUPTED_AFTER[-1]}" if INTERRUPTED_AFTER else ""
         print(f"fgrpo-theory: interrupted{detail}", file=sys.stderr)
+        from ._entry import reported
+
+        reported()  # the console script's Ctrl-C watchdog prints no second line
     return code

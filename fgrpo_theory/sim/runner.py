@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -258,6 +259,23 @@ def _run_chunk(
     )
 
 
+def _next_chunk(steps: int, seconds: float, planned: int) -> int:
+    """Steps of the next kernel call: as many as took :data:`.budget.CHUNK_SECONDS` in the call
+    just measured (``steps`` in ``seconds``), at most the planned chunk.
+
+    The plan is an estimate; on a slower or loaded machine a planned chunk took many times the
+    target, and Ctrl-C (acted on between calls only: a kernel holds the interpreter) waited
+    that long. Shrinking to the measured rate bounds that wait; growing back to the plan (a
+    first call that also compiled or loaded the kernels is slow) keeps the calls few. Chunk
+    boundaries change no number (the state carries over), so this is timing only.
+    """
+    from .budget import CHUNK_SECONDS
+
+    if seconds <= 0.0:
+        return planned
+    return max(1, min(planned, int(steps * CHUNK_SECONDS / seconds)))
+
+
 class SimTables(NamedTuple):
     """Output of ``simulate(config, tables=True)``.
 
@@ -307,8 +325,9 @@ def simulate(
         counts finished fractions of runs, rounded down).
     chunk_steps : int, optional
         Steps per kernel call (default: about half a second of work, see
-        :func:`.budget.plan_chunks`). Results are bit-identical for any value; Ctrl-C is
-        honoured between chunks.
+        :func:`.budget.plan_chunks`, shrunk to the measured rate when a call takes longer:
+        :func:`_next_chunk`). Results are bit-identical for any value; Ctrl-C is honoured
+        between chunks.
     tables : bool
         If true, return :class:`SimTables` ``(log, thresholds)`` instead of the log alone.
 
@@ -397,15 +416,21 @@ def simulate(
         # (logits, moments, random stream, counters, tree) to the next, so neither the batches
         # of runs nor the chunks of steps change any number. Chunks bound the time between
         # returns to Python, where Ctrl-C (KeyboardInterrupt) and progress are handled.
-        batch, chunk = plan_chunks(cfg, nt, chunk_steps)
+        batch, planned = plan_chunks(cfg, nt, chunk_steps)
+        chunk = planned
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
             st = new_state(
                 rec["prob"], rec["log"], rec["opt"], keys[lo:hi], rec["tree"] is not None
             )
-            for s_lo in range(0, cfg.steps, chunk):
+            s_lo = 0
+            while s_lo < cfg.steps:
                 s_hi = min(cfg.steps, s_lo + chunk)
+                t0 = time.perf_counter()
                 _run_chunk(rec, st, s_lo, s_hi, out[lo:hi], thr_out[lo:hi], thr_step[lo:hi])
+                if chunk_steps is None:
+                    chunk = _next_chunk(s_hi - s_lo, time.perf_counter() - t0, planned)
+                s_lo = s_hi
                 if progress is not None:
                     progress(lo + ((hi - lo) * s_hi) // cfg.steps, R)
     finally:

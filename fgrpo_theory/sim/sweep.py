@@ -516,9 +516,12 @@ def run_configs(
         from rich.console import Console
         from rich.progress import Progress
 
-        bar = Progress(transient=True, console=Console(stderr=True))
-        bar.start()
-        task = bar.add_task(label, total=len(pending))
+        console = Console(stderr=True)
+        # a bar only on a terminal: a transient bar on a pipe or file leaves an empty line
+        if console.is_terminal:
+            bar = Progress(transient=True, console=console)
+            bar.start()
+            task = bar.add_task(label, total=len(pending))
     try:
         if executor is not None:  # called even with nothing to run, as before
             mine, busy = _claim(pending)
