@@ -121,6 +121,27 @@ def _check_environment() -> None:
             fail("NUMBA_NUM_THREADS", value, "a positive integer (environment variable)")
 
 
+def _stdout_closed() -> bool:
+    """Flush stdout (``--version``, help, a result still in the buffer); True if its reader has
+    gone (``| head -c1``), stdout then pointed at /dev/null so that the flush at exit is quiet."""
+    import os
+
+    out = sys.stdout
+    try:
+        if out is not None and not getattr(out, "closed", False):
+            out.flush()
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def _error(message: str) -> int:
     print("Error: " + " ".join(str(message).split()), file=sys.stderr)
     return 2
@@ -169,6 +190,10 @@ def _run(args: list[str]) -> int:
         code = 130
     except StdoutClosed:
         code = 141
+    except SystemExit as e:  # rich's help printer turns a closed pipe into SystemExit(1)
+        if not isinstance(e.__context__, BrokenPipeError):
+            raise
+        code = 141
     except MemoryError:
         code = _error("out of memory: the request is too large for this machine; ask for less")
     except ValueError as e:
@@ -184,6 +209,8 @@ def _run(args: list[str]) -> int:
             raise
     else:
         code = rv if isinstance(rv, int) else 0
+    if code != 130 and _stdout_closed():
+        code = 141
     if code == 130:
         # every Ctrl-C ends here, whether typer turned it into Exit(130) (returned as rv with
         # standalone_mode=False: silently, before) or a command stopped its run on it
