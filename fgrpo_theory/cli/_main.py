@@ -85,7 +85,7 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
     this one reads like every other user error (:func:`fgrpo_theory._validate.fail`), for every
     int and float option of every command. The value is the last one the user typed for it.
     """
-    from .._validate import format_value
+    from .._validate import fail
 
     param = getattr(e, "param", None)
     opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
@@ -104,7 +104,17 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
             typed = (name, value)
     if requirement is None or typed is None:
         return None
-    return f"{typed[0]} must be {requirement}; got {format_value(typed[1])}"
+    option, value = typed
+    digits = value.strip().lstrip("+-").replace("_", "")
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if digits.isdigit() and digits.isascii() and 0 < limit < len(digits):
+        # an integer all the same, only too long for Python to convert (and far out of range)
+        requirement = f"an integer of at most {limit} digits"
+    try:  # the library's own wording, a value over 200 characters cut saying how long it was
+        fail(option, value, requirement)
+    except ValueError as e:
+        return str(e)
+    return None  # pragma: no cover - fail always raises
 
 
 def _check_environment() -> None:
