@@ -117,18 +117,40 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
     return None  # pragma: no cover - fail always raises
 
 
+#: Most Numba threads a run may ask for through ``NUMBA_NUM_THREADS`` (or the CPU count, if
+#: larger): Numba starts that many threads at the first parallel kernel and checks nothing, so
+#: 100000 ended ``simulate`` in a segmentation fault; 1024 was measured to start and run here,
+#: and threads beyond the CPUs never make a kernel faster.
+MAX_NUMBA_THREADS = 1024
+
+
+def _max_numba_threads() -> int:
+    import os
+
+    return max(MAX_NUMBA_THREADS, os.cpu_count() or 1)
+
+
 def _check_environment() -> None:
-    """Environment variables read by libraries with messages that name nothing: checked here so
-    that the error names the variable (``NUMBA_NUM_THREADS=0``)."""
+    """Environment variables read by libraries with messages that name nothing (or that crash):
+    checked here so that the error names the variable (``NUMBA_NUM_THREADS=0``), in one line
+    with exit code 2. ``NUMBA_NUM_THREADS`` must be an integer in [1, :func:`_max_numba_threads`];
+    an empty value is refused too (Numba printed a 9-line warning for it and used its default).
+    """
     import os
 
     from .._validate import fail
 
     value = os.environ.get("NUMBA_NUM_THREADS")
-    if value is not None and value.strip() != "":
-        text = value.strip()
-        if not (text.isdigit() and len(text) <= 6 and int(text) >= 1):
-            fail("NUMBA_NUM_THREADS", value, "a positive integer (environment variable)")
+    if value is None:
+        return
+    top = _max_numba_threads()
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= top):
+        fail(
+            "NUMBA_NUM_THREADS",
+            value,
+            f"an integer in [1, {top}] (environment variable; unset it for one per CPU)",
+        )
 
 
 def _stdout_closed() -> bool:
