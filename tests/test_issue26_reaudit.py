@@ -166,7 +166,6 @@ def test_help_into_a_closed_pipe_exits_141(args):
     assert res.returncode == 141, res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="matplotlib creates a missing $HOME (.config, .cache)")
 def test_importing_plotting_never_creates_a_missing_home(tmp_path):
     home = tmp_path / "nohome"
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME")}
@@ -174,6 +173,50 @@ def test_importing_plotting_never_creates_a_missing_home(tmp_path):
     res = _python("import fgrpo_theory.plotting", env=env)
     assert res is not None and res.returncode == 0, res and res.stderr
     assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
+
+
+def _without_home(tmp_path):
+    home = tmp_path / "nohome"
+    drop = ("MPLCONFIGDIR", "XDG_CACHE_HOME", "FGRPO_THEORY_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(HOME=str(home), OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    return home, env
+
+
+def test_figures_never_create_a_missing_home(tmp_path):
+    """matplotlib (~/.config, ~/.cache/matplotlib) created a missing home folder (and the table
+    cache then used it); matplotlib now gets a temporary folder, removed at exit."""
+    home, env = _without_home(tmp_path)
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    out = tmp_path / "figs"
+    res = subprocess.run(
+        [exe, "figures", "fig1a_tail_miss", "--out", str(out), "--figure-format", "png"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr
+    assert (out / "fig1a_tail_miss.png").is_file()
+    assert "the table cache is not used" in res.stderr, res.stderr
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
+
+
+def test_figures_fast_without_home_needs_out(tmp_path):
+    home, env = _without_home(tmp_path)
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    res = subprocess.run(
+        [exe, "figures", "fig1a_tail_miss", "--fast"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("Error: --out must be a folder when the home folder is missing")
+    assert res.stderr.count("\n") == 1, res.stderr
+    assert not home.exists()
 
 
 @pytest.mark.parametrize(
