@@ -15,16 +15,46 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
-import numpy as np
-from matplotlib.figure import Figure
 
-from ._io import write_atomic
-from ._validate import fail
+def _private_config_without_home() -> None:
+    """Point ``MPLCONFIGDIR`` at a private temporary folder (mode 0700, removed at exit) when the
+    home folder is missing or not writable and ``MPLCONFIGDIR`` is unset: matplotlib would
+    otherwise create the missing home (its ``~/.config`` and ``~/.cache`` folders) or warn.
+    Nothing is done once matplotlib is imported (its folders are chosen then)."""
+    if "matplotlib" in sys.modules or os.environ.get("MPLCONFIGDIR"):
+        return
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        home = None
+    if home is not None and home.is_dir() and os.access(home, os.W_OK | os.X_OK):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    try:
+        folder = tempfile.mkdtemp(prefix="fgrpo-theory-mpl-")
+    except OSError:  # no usable temporary folder either: matplotlib copes (with a warning)
+        return
+    os.environ["MPLCONFIGDIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_private_config_without_home()
+
+import matplotlib  # noqa: E402  (after the config folder is chosen)
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from ._io import write_atomic  # noqa: E402
+from ._validate import fail  # noqa: E402
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -308,6 +308,18 @@ def test_numba_num_threads_zero_names_the_variable(capsys, monkeypatch):
     _one_line(*_run(capsys, "passk", "--n", "4", "--c", "1")[::2], "NUMBA_NUM_THREADS", "'0'")
 
 
+@pytest.mark.parametrize("value", ["100000", "", " "])
+def test_numba_num_threads_too_many_or_empty_is_one_line(capsys, monkeypatch, value):
+    """100000 threads ended simulate in a segmentation fault (exit 139); an empty value printed
+    Numba's 9-line RuntimeWarning. Both are refused before Numba reads the variable."""
+    monkeypatch.setenv("NUMBA_NUM_THREADS", value)
+    _one_line(
+        *_run(capsys, "simulate", "--K", "10", "--steps", "1")[::2],
+        "NUMBA_NUM_THREADS",
+        repr(value),
+    )
+
+
 def test_a_table_into_a_closed_pipe_exits_141():
     """rich turned the broken pipe into SystemExit(1): exit 1, where csv and json exit 141."""
     import subprocess

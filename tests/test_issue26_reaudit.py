@@ -147,7 +147,6 @@ def test_peak_with_a_subnormal_tau_is_silent():
             pass  # a refusal is fine; a RuntimeWarning (8 lines in the CLI) is not
 
 
-@pytest.mark.xfail(strict=True, reason="a large JSON write into a closed pipe exits 0")
 def test_json_into_a_closed_pipe_exits_141():
     exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
     cmd = f"'{exe}' passk --n 1..100000 --c 1 --k 1 --format json | head -c 10 >/dev/null"
@@ -157,7 +156,6 @@ def test_json_into_a_closed_pipe_exits_141():
     assert res.returncode == 141, res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="--help / --version into a closed pipe exit 1 (_main.py)")
 @pytest.mark.parametrize("args", ["--help", "simulate --help", "--version"])
 def test_help_into_a_closed_pipe_exits_141(args):
     exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
@@ -168,7 +166,6 @@ def test_help_into_a_closed_pipe_exits_141(args):
     assert res.returncode == 141, res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="matplotlib creates a missing $HOME (.config, .cache)")
 def test_importing_plotting_never_creates_a_missing_home(tmp_path):
     home = tmp_path / "nohome"
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME")}
@@ -178,8 +175,62 @@ def test_importing_plotting_never_creates_a_missing_home(tmp_path):
     assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
 
 
-@pytest.mark.xfail(strict=True, reason="a 4,400-digit --K is echoed whole, called 'not integer'")
-def test_a_huge_int_option_is_cut_in_the_message(cli):
-    r = cli("simulate", "--K", "9" * 4400)
+def _without_home(tmp_path):
+    home = tmp_path / "nohome"
+    drop = ("MPLCONFIGDIR", "XDG_CACHE_HOME", "FGRPO_THEORY_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(HOME=str(home), OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    return home, env
+
+
+def test_figures_never_create_a_missing_home(tmp_path):
+    """matplotlib (~/.config, ~/.cache/matplotlib) created a missing home folder (and the table
+    cache then used it); matplotlib now gets a temporary folder, removed at exit."""
+    home, env = _without_home(tmp_path)
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    out = tmp_path / "figs"
+    res = subprocess.run(
+        [exe, "figures", "fig1a_tail_miss", "--out", str(out), "--figure-format", "png"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr
+    assert (out / "fig1a_tail_miss.png").is_file()
+    assert "the table cache is not used" in res.stderr, res.stderr
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))
+
+
+def test_figures_fast_without_home_needs_out(tmp_path):
+    home, env = _without_home(tmp_path)
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    res = subprocess.run(
+        [exe, "figures", "fig1a_tail_miss", "--fast"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("Error: --out must be a folder when the home folder is missing")
+    assert res.stderr.count("\n") == 1, res.stderr
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        ("simulate", "--K"),
+        ("simulate", "--seeds"),
+        ("simulate", "--seed"),
+        ("compare-passk", "--m"),
+    ],
+)
+def test_a_huge_int_option_is_cut_in_the_message(cli, command, option):
+    r = cli(command, option, "9" * 4400)
     assert r.code == 2
     assert len(r.err) < 400, len(r.err)
+    assert r.err.startswith(f"Error: {option} must be an integer of at most"), r.err
+    assert "(4402 characters)" in r.err, r.err  # the repr's quotes count

@@ -63,6 +63,10 @@ __all__ = [
 MAX_TABLE_ROWS = 1000
 #: Rows per chunk when CSV is streamed (so `| head` gets its first line at once).
 CSV_CHUNK_ROWS = 5000
+#: Characters per write when JSON is printed: one large write into a pipe whose reader has gone
+#: returns short and CPython's buffered writer does not report it (exit 0, table cut); writes of
+#: this size, each flushed, meet the closed pipe on the next one (BrokenPipeError: exit 141).
+JSON_CHUNK_CHARS = 1 << 16
 
 
 class OutputFormat(StrEnum):
@@ -369,6 +373,13 @@ def _write_csv(df: pd.DataFrame, fh: IO[str]) -> None:
         fh.flush()
 
 
+def _write_text(text: str, fh: IO[str]) -> None:
+    """Write ``text`` in flushed chunks of :data:`JSON_CHUNK_CHARS` characters."""
+    for start in range(0, len(text), JSON_CHUNK_CHARS):
+        fh.write(text[start : start + JSON_CHUNK_CHARS])
+        fh.flush()
+
+
 def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -448,7 +459,7 @@ def emit(
         if fmt is OutputFormat.csv:
             _write_csv(df, out)
         elif fmt is OutputFormat.json:
-            out.write(_json_text(df))
+            _write_text(_json_text(df), out)
         else:
             _render_table(df, title, out)
         out.flush()

@@ -85,7 +85,7 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
     this one reads like every other user error (:func:`fgrpo_theory._validate.fail`), for every
     int and float option of every command. The value is the last one the user typed for it.
     """
-    from .._validate import format_value
+    from .._validate import fail
 
     param = getattr(e, "param", None)
     opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
@@ -104,21 +104,74 @@ def _unconverted_number(e: Exception, args: Sequence[str]) -> str | None:
             typed = (name, value)
     if requirement is None or typed is None:
         return None
-    return f"{typed[0]} must be {requirement}; got {format_value(typed[1])}"
+    option, value = typed
+    digits = value.strip().lstrip("+-").replace("_", "")
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if digits.isdigit() and digits.isascii() and 0 < limit < len(digits):
+        # an integer all the same, only too long for Python to convert (and far out of range)
+        requirement = f"an integer of at most {limit} digits"
+    try:  # the library's own wording, a value over 200 characters cut saying how long it was
+        fail(option, value, requirement)
+    except ValueError as e:
+        return str(e)
+    return None  # pragma: no cover - fail always raises
+
+
+#: Most Numba threads a run may ask for through ``NUMBA_NUM_THREADS`` (or the CPU count, if
+#: larger): Numba starts that many threads at the first parallel kernel and checks nothing, so
+#: 100000 ended ``simulate`` in a segmentation fault; 1024 was measured to start and run here,
+#: and threads beyond the CPUs never make a kernel faster.
+MAX_NUMBA_THREADS = 1024
+
+
+def _max_numba_threads() -> int:
+    import os
+
+    return max(MAX_NUMBA_THREADS, os.cpu_count() or 1)
 
 
 def _check_environment() -> None:
-    """Environment variables read by libraries with messages that name nothing: checked here so
-    that the error names the variable (``NUMBA_NUM_THREADS=0``)."""
+    """Environment variables read by libraries with messages that name nothing (or that crash):
+    checked here so that the error names the variable (``NUMBA_NUM_THREADS=0``), in one line
+    with exit code 2. ``NUMBA_NUM_THREADS`` must be an integer in [1, :func:`_max_numba_threads`];
+    an empty value is refused too (Numba printed a 9-line warning for it and used its default).
+    """
     import os
 
     from .._validate import fail
 
     value = os.environ.get("NUMBA_NUM_THREADS")
-    if value is not None and value.strip() != "":
-        text = value.strip()
-        if not (text.isdigit() and len(text) <= 6 and int(text) >= 1):
-            fail("NUMBA_NUM_THREADS", value, "a positive integer (environment variable)")
+    if value is None:
+        return
+    top = _max_numba_threads()
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= top):
+        fail(
+            "NUMBA_NUM_THREADS",
+            value,
+            f"an integer in [1, {top}] (environment variable; unset it for one per CPU)",
+        )
+
+
+def _stdout_closed() -> bool:
+    """Flush stdout (``--version``, help, a result still in the buffer); True if its reader has
+    gone (``| head -c1``), stdout then pointed at /dev/null so that the flush at exit is quiet."""
+    import os
+
+    out = sys.stdout
+    try:
+        if out is not None and not getattr(out, "closed", False):
+            out.flush()
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _error(message: str) -> int:
@@ -169,6 +222,10 @@ def _run(args: list[str]) -> int:
         code = 130
     except StdoutClosed:
         code = 141
+    except SystemExit as e:  # rich's help printer turns a closed pipe into SystemExit(1)
+        if not isinstance(e.__context__, BrokenPipeError):
+            raise
+        code = 141
     except MemoryError:
         code = _error("out of memory: the request is too large for this machine; ask for less")
     except ValueError as e:
@@ -184,6 +241,8 @@ def _run(args: list[str]) -> int:
             raise
     else:
         code = rv if isinstance(rv, int) else 0
+    if code != 130 and _stdout_closed():
+        code = 141
     if code == 130:
         # every Ctrl-C ends here, whether typer turned it into Exit(130) (returned as rv with
         # standalone_mode=False: silently, before) or a command stopped its run on it

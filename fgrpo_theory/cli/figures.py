@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -21,6 +22,41 @@ def _parse_formats(text: str) -> tuple[str, ...]:
         if t not in {"pdf", "png", "svg"}:
             fail("--figure-format", t, "one of pdf, png, svg")
     return tuple(dict.fromkeys(items))
+
+
+def _home_is_usable() -> bool:
+    import os
+
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return False
+    return home.is_dir() and os.access(home, os.W_OK | os.X_OK)
+
+
+def _private_config_without_home() -> bool:
+    """With a missing or unwritable home folder, give matplotlib a private temporary folder
+    (``MPLCONFIGDIR``, mode 0700, removed at exit) unless ``MPLCONFIGDIR`` is set, so that
+    ``figures`` never creates the home folder (matplotlib's ``~/.config`` and ``~/.cache``; the
+    table cache already declines a missing home). Call before matplotlib or the experiments
+    load (:mod:`fgrpo_theory.plotting` does the same for library users). Returns True when the
+    home folder is not usable."""
+    import os
+
+    if _home_is_usable():
+        return False
+    if not os.environ.get("MPLCONFIGDIR") and "matplotlib" not in sys.modules:
+        import atexit
+        import shutil
+        import tempfile
+
+        try:
+            folder = tempfile.mkdtemp(prefix="fgrpo-theory-mpl-")
+        except OSError:  # no usable temporary folder either: matplotlib copes (with a warning)
+            return True
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["MPLCONFIGDIR"] = folder
+    return True
 
 
 @app.command("figures")
@@ -75,6 +111,7 @@ def figures_cmd(
 
     from ._experiments import experiments_package
 
+    no_home = _private_config_without_home()
     experiments_package()
     from fgrpo_theory_experiments import registry
     from fgrpo_theory_experiments.cache import cache_dir
@@ -109,6 +146,13 @@ def figures_cmd(
     formats = _parse_formats(figure_format)
     if not 200 <= dpi <= 2400:
         fail("--dpi", dpi, "in [200, 2400]")
+    if no_home and fast and out is None and cache_dir().absolute().is_relative_to(Path.home()):
+        fail(
+            "--out",
+            "not given",
+            "a folder when the home folder is missing (--fast writes into the cache folder "
+            "under it by default)",
+        )
     out_dir = (
         out if out is not None else (cache_dir() / "fast-preview" if fast else Path("figures"))
     )
