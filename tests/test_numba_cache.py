@@ -135,7 +135,7 @@ def test_an_edit_to_a_constant_a_kernel_imports_recompiles_it(tmp_path):
 
 
 def test_kernel_sources_follow_imports():
-    from fgrpo_theory._numba_cache import _PACKAGE_DIR, kernel_sources
+    from fgrpo_theory._imports import _PACKAGE_DIR, kernel_sources
 
     names = {str(p.relative_to(_PACKAGE_DIR)) for p in kernel_sources()}
     assert {"sim/kernels.py", "sim/keys.py", "sim/records.py", "population/kernel.py"} <= names
@@ -177,7 +177,7 @@ def _hand_package(tmp_path: Path) -> Path:
 
 
 def test_import_closure_by_hand(tmp_path):
-    from fgrpo_theory._numba_cache import file_imports, import_closure, module_file
+    from fgrpo_theory._imports import file_imports, import_closure, module_file
 
     pkg = _hand_package(tmp_path)
     roots = {"pkg": pkg}
@@ -229,7 +229,7 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
     when the file may read a name that __getattr__ would produce; a submodule it names, a name
     the package's __init__ binds or a module attribute set by the import system bring only
     themselves. The oracle is the hand-read rule for each one-line source."""
-    from fgrpo_theory._numba_cache import import_closure
+    from fgrpo_theory._imports import import_closure
 
     pkg = tmp_path / "pkg"
     files = {
@@ -406,7 +406,7 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     an entry for an edited file (keyed by the file's text, so unused) or unreadable."""
     import json
 
-    from fgrpo_theory._numba_cache import kernel_sources
+    from fgrpo_theory._imports import kernel_sources
 
     plain = kernel_sources()
     memo = tmp_path / "kernel-imports.json"
@@ -433,8 +433,9 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     memo.write_text(json.dumps({"sim/kernels.py x": "wrong shape"}))
     kernel_sources.cache_clear()
     assert kernel_sources(memo) == plain
-    # the cache machinery compiles nothing in: an edit to it recompiles no kernel
-    assert "_numba_cache.py" not in {p.name for p in plain}
+    # the cache machinery and the import reader compile nothing in: an edit to them recompiles
+    # no kernel
+    assert not {"_numba_cache.py", "_imports.py"} & {p.name for p in plain}
 
 
 #: The fallback temporary folder cannot be created, nor written (a full /tmp): every way Python
