@@ -150,7 +150,8 @@ def _lazy_attribute(module: str, attr: str, roots: Roots) -> bool:
 
 def _bound_names(path: Path) -> frozenset[str]:
     """Names a module's own top-level statements bind (assignments, definitions, imports,
-    including those under ``if`` / ``try`` / ``with``; not what a ``__getattr__`` returns)."""
+    including those under ``if`` / ``try`` / ``with``; not what a ``__getattr__`` returns, nor
+    an annotation without a value, ``x: int``, which binds nothing)."""
     names: set[str] = set()
     todo = list(ast.parse(path.read_bytes(), filename=str(path)).body)
     while todo:
@@ -159,6 +160,8 @@ def _bound_names(path: Path) -> frozenset[str]:
             names.add(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names.update(a.asname or a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.AnnAssign) and node.value is None:
+            continue
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))

@@ -222,6 +222,9 @@ def test_import_closure_by_hand(tmp_path):
         ("import pkg.sub.lazy as L\nprint(L)\n", True),  # the module passed around
         ("import pkg\nx = pkg.sub.lazy.thing\n", True),
         ("import pkg.sub.lazy\n", False),  # imported, never read
+        # an annotation without a value binds nothing: the name comes from __getattr__
+        ("from .sub.lazy import ANNOTATED\n", True),
+        ("from .sub.lazy import TYPED\n", False),  # annotated and assigned: bound
     ],
 )
 def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, source, lazy):
@@ -236,7 +239,9 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
         "__init__.py": "",
         "a.py": source,
         "sub/__init__.py": "",
-        "sub/lazy/__init__.py": "VERSION = 1\ndef __getattr__(name):\n    return name\n",
+        "sub/lazy/__init__.py": (
+            "VERSION = 1\nANNOTATED: int\nTYPED: int = 2\ndef __getattr__(name):\n    return name\n"
+        ),
         "sub/lazy/m.py": "Y = 2\n",
         "sub/lazy/n.py": "",
     }
