@@ -83,17 +83,18 @@ def file_imports(path: Path, roots: Roots, *, in_functions: bool) -> tuple[set[s
 
     Used: a project module ``P`` is used when the file takes from it a name that is neither one of
     its submodules nor bound at the top level of its file (:func:`_bound_names`), so could be
-    produced by a module ``__getattr__``: ``from P import x``, or ``P.x`` after ``import P``
-    (attribute chains are followed through submodules: ``import a`` then ``a.b.f`` names ``a.b``
-    and uses it if ``f`` is not bound there), or ``P`` itself passed around. A module outside
-    ``roots`` is used whenever it is imported.
+    produced by a module ``__getattr__``: ``from P import x``, or ``P.x`` after ``import P`` or
+    after ``from Q import P`` when ``Q.P`` is a module (attribute chains are followed through
+    submodules: ``import a`` then ``a.b.f`` names ``a.b`` and uses it if ``f`` is not bound
+    there), or ``P`` itself passed around. A module outside ``roots`` is used whenever it is
+    imported.
     """
     mod, is_pkg = module_name(path, roots)
     package = (mod if is_pkg else mod.rpartition(".")[0]) if mod else ""
     tree = ast.parse(path.read_bytes(), filename=str(path))
     found: set[str] = set()
     used: set[str] = set()
-    bound: dict[str, str] = {}  # a name ``import`` binds -> the module it is
+    bound: dict[str, str] = {}  # a name an import binds to a module -> that module
     for node in _import_nodes(tree, in_functions):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -115,6 +116,9 @@ def file_imports(path: Path, roots: Roots, *, in_functions: bool) -> tuple[set[s
         found.update(f"{base}.{a.name}" for a in node.names)
         if any(_lazy_attribute(base, a.name, roots) for a in node.names):
             used.add(base)
+        for a in node.names:  # ``from Q import P`` with ``Q.P`` a module: ``P.x`` reads it
+            if a.name != "*" and module_file(f"{base}.{a.name}", roots) is not None:
+                bound[a.asname or a.name] = f"{base}.{a.name}"
     if bound:
         for chain in _attribute_chains(tree, set(bound)):
             name = bound[chain[0]]

@@ -222,6 +222,12 @@ def test_import_closure_by_hand(tmp_path):
         ("import pkg.sub.lazy as L\nprint(L)\n", True),  # the module passed around
         ("import pkg\nx = pkg.sub.lazy.thing\n", True),
         ("import pkg.sub.lazy\n", False),  # imported, never read
+        # the lazy package imported as a name of its parent, then read like ``import ... as``
+        ("from .sub import lazy\nx = lazy.thing\n", True),
+        ("from pkg.sub import lazy as L\nx = L.thing\n", True),
+        ("from .sub import lazy\nprint(lazy)\n", True),
+        ("from .sub import lazy\nx = lazy.VERSION, lazy.__file__\n", False),
+        ("from .sub import lazy\nx = lazy.m.Y\n", False),
         # an annotation without a value binds nothing: the name comes from __getattr__
         ("from .sub.lazy import ANNOTATED\n", True),
         ("from .sub.lazy import TYPED\n", False),  # annotated and assigned: bound
