@@ -112,8 +112,9 @@ def import_closure(start: str | Path) -> list[Path]:
     Static (:func:`fgrpo_theory._imports.import_closure` over ``fgrpo_theory`` and the
     experiments package): follows ``import`` and ``from ... import`` statements anywhere in a file
     (imports inside functions included), relative imports resolved, and the enclosing packages an
-    import runs. A package whose ``__init__`` loads names lazily (a module ``__getattr__``)
-    contributes all of its modules when its attributes are used. Modules under
+    import runs. A module that loads names lazily (a module ``__getattr__``: a package's
+    ``__init__`` or a plain module) contributes all the modules of its package where a file may
+    read a name that ``__getattr__`` would produce. Modules under
     ``fgrpo_theory.plotting`` and ``fgrpo_theory.cli`` are not followed (they draw or parse and
     never compute a cached table).
     """

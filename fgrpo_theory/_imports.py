@@ -210,8 +210,9 @@ def import_closure(
     A static graph (:func:`file_imports`; nothing is imported). ``in_functions``: follow imports
     inside functions too. ``packages``: also follow what an import runs besides the named
     module, namely the enclosing packages (``import a.b.c`` runs ``a`` and ``a.b``) and, for a
-    package whose ``__init__`` loads names lazily (a module ``__getattr__``) and whose attributes
-    are used, all of its modules. Modules in or under ``exclude`` are not followed.
+    module that loads names lazily (a module-level ``__getattr__``, PEP 562) and whose attributes
+    are used, all the modules of its package: a package's ``__init__`` brings the package, a
+    plain module the package it is in. Modules in or under ``exclude`` are not followed.
     ``imports``: a function giving :func:`file_imports` of a file (a memo of it), else that.
     """
     exclude = tuple(exclude)
@@ -236,8 +237,7 @@ def import_closure(
             if g is None:
                 continue
             stack.append(g)
-            lazy = packages and name in used and g.name == "__init__.py"
-            if lazy and "__getattr__" in g.read_text(encoding="utf-8"):
+            if packages and name in used and "__getattr__" in _bound_names(g):
                 for h in sorted(g.parent.rglob("*.py")):
                     sub, _ = module_name(h, roots)
                     if sub is not None and not _excluded(sub, exclude):

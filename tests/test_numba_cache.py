@@ -261,6 +261,44 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
         assert "sub/lazy/m.py" in got
 
 
+@pytest.mark.parametrize(
+    ("source", "lazy"),
+    [
+        ("from .tools import x\n", True),  # could come from tools' module __getattr__
+        ("from .tools import KNOWN\n", False),  # bound in tools.py
+        ("import pkg.tools as T\ny = T.x\n", True),
+        ("from . import tools\ny = tools.x\n", True),
+        ("from . import tools\ny = tools.KNOWN\n", False),
+        ("from .other import thing\n", False),  # other's __getattr__ is a class's, not its own
+    ],
+)
+def test_a_plain_module_with_a_module_getattr_is_lazy_too(tmp_path, source, lazy):
+    """A module that is no package but loads names with a module ``__getattr__`` (PEP 562) may
+    run any module of its package (here ``importlib`` with a name known only at run time):
+    import_closure brings them all where a file may read a name that ``__getattr__`` would
+    produce, as for a lazy package. The oracle is the hand-read rule for each source."""
+    from fgrpo_theory._imports import import_closure
+
+    pkg = tmp_path / "pkg"
+    files = {
+        "__init__.py": "",
+        "a.py": source,
+        "tools.py": (
+            "import importlib\nKNOWN = 1\n"
+            "def __getattr__(name):\n    return importlib.import_module('pkg.impl.' + name)\n"
+        ),
+        "other.py": "class C:\n    def __getattr__(self, name):\n        return name\n",
+        "impl/__init__.py": "",
+        "impl/x.py": "",
+    }
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    got = {str(p.relative_to(pkg.resolve())) for p in import_closure([pkg / "a.py"], {"pkg": pkg})}
+    assert ("impl/x.py" in got) is lazy
+    assert "tools.py" in got or "other.py" in got
+
+
 # The first compilation says so on stderr (one line), a cached kernel says nothing.
 PROBE_COMPILE = (
     "import numpy as np\n"
