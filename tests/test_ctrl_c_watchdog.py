@@ -109,21 +109,21 @@ def test_the_watchdog_arms_when_the_library_acts_on_a_deferred_ctrl_c(monkeypatc
     from fgrpo_theory.sequence.run import interrupt_between_steps
 
     monkeypatch.setattr(_entry, "GRACE_SECONDS", 600.0)
-    _entry._armed.clear()
+    _entry._state["armed"] = False
     before = signal.signal(signal.SIGINT, _entry._on_sigint)
     try:
         with interrupt_between_steps() as check:
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.01)
-            assert _entry._watch["cancel"] is None
+            assert _entry._state["cancel"] is None
             with pytest.raises(KeyboardInterrupt, match=r"^sft step 1/2$"):
                 check("sft", 1, 2)
-        cancel = _entry._watch["cancel"]
+        cancel = _entry._state["cancel"]
         assert isinstance(cancel, threading.Event) and not cancel.is_set()
     finally:
         signal.signal(signal.SIGINT, before)
         assert _entry._disarm() is not None
-        _entry._armed.clear()
+        _entry._state["armed"] = False
     assert cancel.is_set()
 
 

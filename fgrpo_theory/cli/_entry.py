@@ -21,12 +21,19 @@ script, :func:`script`, arms it again to the same deadline for the interpreter's
 the library defers a Ctrl-C with its own handler (a sequence run finishing its step, a local
 cluster finishing its start), it hands the Ctrl-C on to this handler when it acts on it
 (:func:`fgrpo_theory._sigint.deliver`), so the grace period runs from then.
+
+Importing this module imports no other module (``_signal`` is built into CPython; ``threading``
+and ``time`` come with the first Ctrl-C), nor do :mod:`fgrpo_theory` and :mod:`fgrpo_theory.cli`:
+the handler is installed well within a millisecond of the project's first line
+(``docs/reliability.md``, Known gaps, says what remains before it).
 """
 
-from __future__ import annotations
-
 import sys
-import threading
+
+try:  # the C module behind :mod:`signal`, which would import enum (milliseconds) before main()
+    import _signal as signal
+except ImportError:  # pragma: no cover - not CPython
+    import signal  # type: ignore[no-redef]
 
 #: Seconds after a Ctrl-C by which the process has ended, one way or the other (a local Dask
 #: cluster closing on a loaded machine was measured at up to 7.6 s).
@@ -34,26 +41,27 @@ GRACE_SECONDS = 10.0
 #: The line a Ctrl-C ends with (``cli._main`` adds what was done, when it knows).
 INTERRUPTED = "fgrpo-theory: interrupted"
 
-_reported = threading.Event()
-_armed = threading.Event()
-#: the armed watchdog's cancel event (``None`` when none is armed) and the monotonic time at
-#: which it ends the process; :func:`main` cancels it when it returns or raises
-_watch: dict[str, object] = {"cancel": None, "deadline": None}
+#: per run of :func:`main`: whether the one line was printed, whether a Ctrl-C armed the
+#: watchdog; the armed watchdog's cancel event and the monotonic time at which it ends the
+#: process (``None``: none armed); the deadline the last run ended with, for :func:`script`
+_state: dict[str, object] = {
+    "reported": False, "armed": False, "cancel": None, "deadline": None, "last": None
+}  # fmt: skip
 
 
 def reported() -> None:
     """Note that the one ``interrupted`` line has been printed (the watchdog then prints none)."""
-    _reported.set()
+    _state["reported"] = True
 
 
-def _watchdog(deadline: float, cancel: threading.Event) -> None:
+def _watchdog(deadline: float, cancel) -> None:  # cancel: a threading.Event
     import os
     import time
 
     if cancel.wait(max(deadline - time.monotonic(), 0.0)):
         return  # main() returned or raised, its caller carries on
     try:
-        if not _reported.is_set():
+        if not _state["reported"]:
             sys.stderr.write(INTERRUPTED + "\n")
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
@@ -65,8 +73,10 @@ def _watchdog(deadline: float, cancel: threading.Event) -> None:
 
 def _arm(deadline: float) -> None:
     """Start a watchdog that ends the process at ``deadline`` unless :func:`_disarm` comes first."""
+    import threading
+
     cancel = threading.Event()
-    _watch["cancel"], _watch["deadline"] = cancel, deadline
+    _state["cancel"], _state["deadline"] = cancel, deadline
     threading.Thread(
         target=_watchdog, args=(deadline, cancel), name="fgrpo-ctrl-c", daemon=True
     ).start()
@@ -74,10 +84,10 @@ def _arm(deadline: float) -> None:
 
 def _disarm() -> float | None:
     """Cancel the armed watchdog, if any; return the deadline it had."""
-    cancel, deadline = _watch["cancel"], _watch["deadline"]
-    _watch["cancel"] = _watch["deadline"] = None
-    if isinstance(cancel, threading.Event):
-        cancel.set()
+    cancel, deadline = _state["cancel"], _state["deadline"]
+    _state["cancel"] = _state["deadline"] = None
+    if cancel is not None:
+        cancel.set()  # type: ignore[attr-defined] - a threading.Event
     return deadline if isinstance(deadline, float) else None
 
 
@@ -87,10 +97,10 @@ def _on_sigint(signum: int, frame: object) -> None:
     The library's own SIGINT handlers (a sequence run's steps, a local cluster's start) defer a
     Ctrl-C and hand it on to the handler they replaced (:func:`fgrpo_theory._sigint.deliver`)
     when they act on it: the watchdog is then armed from that moment."""
-    if not _armed.is_set():
+    if not _state["armed"]:
         import time
 
-        _armed.set()
+        _state["armed"] = True
         _arm(time.monotonic() + GRACE_SECONDS)
     raise KeyboardInterrupt
 
@@ -102,33 +112,28 @@ def main() -> None:
     cleanup hangs), which is cancelled when this returns or raises: a caller that runs it in its
     own process and catches the ``SystemExit`` carries on. The console script is :func:`script`,
     whose watchdog also bounds the interpreter's exit."""
-    import signal
-
-    _reported.clear()  # per run (a caller may run main() more than once in one process)
-    _armed.clear()
-    _last["deadline"] = None
+    # per run (a caller may run main() more than once in one process)
+    _state.update(reported=False, armed=False, last=None)
     previous = None
     try:
-        if threading.current_thread() is threading.main_thread():
+        try:
             previous = signal.signal(signal.SIGINT, _on_sigint)
+        except ValueError:  # not the main thread: no handler there (nor a Ctrl-C)
+            pass
         from . import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:
-        if not _reported.is_set():
+        if not _state["reported"]:
             print(INTERRUPTED, file=sys.stderr)
-            _reported.set()
+            _state["reported"] = True
         sys.exit(130)
     finally:
         # the handler is the caller's again and the watchdog is cancelled, for a caller that
         # runs main() in its own process; script() re-arms it for the interpreter's exit
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-        _last["deadline"] = _disarm()
-
-
-#: the deadline of the last run's watchdog (``None``: no Ctrl-C), for :func:`script`
-_last: dict[str, float | None] = {"deadline": None}
+        _state["last"] = _disarm()
 
 
 def script() -> None:
@@ -138,6 +143,6 @@ def script() -> None:
     try:
         main()
     finally:
-        deadline = _last["deadline"]
-        if deadline is not None:
+        deadline = _state["last"]
+        if isinstance(deadline, float):
             _arm(deadline)
