@@ -111,6 +111,18 @@ class _Block(nn.Module):
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(x.shape)
         return self._mlp(x + self.proj(o)), (k, v)
 
+    def causal(
+        self, x: torch.Tensor, last_only: bool = False
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`full` by one fused attention call; with ``last_only``, the block's output at
+        the last position only [B, 1, d] (the keys and values [B, H, T, dh] of all)."""
+        q, k, v = (t.transpose(1, 2) for t in self._split(x))  # [B, H, T, dh]
+        if last_only:  # the last query sees every key: no mask
+            x, o = x[:, -1:], _sdpa(q[:, :, -1:], k, v)
+        else:
+            o = _sdpa(q, k, v, is_causal=True)
+        return self._mlp(x + self.proj(o.transpose(1, 2).reshape(x.shape))), (k, v)
+
     def extend(
         self,
         x: torch.Tensor,
@@ -226,6 +238,20 @@ class TinyDecoder(nn.Module):
         cache = []
         for b in self.blocks:
             x, kv = b.full(x)
+            cache.append(kv)
+        return self.head(self.ln_f(x[:, -1])), cache
+
+    def prompt_cache(self, prompts: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """:meth:`prefill`'s results (equal up to float rounding) for the sampler: one fused
+        causal attention call per block, and the last block's attention output and MLP at the
+        last position only (its other positions feed nothing: their keys and values come from
+        the block's input)."""
+        T = prompts.shape[1]
+        x = self.tok(prompts) + self.pos(torch.arange(T, device=prompts.device))
+        cache = []
+        last = len(self.blocks) - 1
+        for i, b in enumerate(self.blocks):
+            x, kv = b.causal(x, i == last)
             cache.append(kv)
         return self.head(self.ln_f(x[:, -1])), cache
 

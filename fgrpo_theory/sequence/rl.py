@@ -159,7 +159,7 @@ def sample_answers(
 
     Each move is an inverse-CDF draw: the first move ``k`` whose cumulative probability exceeds a
     uniform from ``generator`` (float64; ``L`` draws of [G, N], move by move), so a seed gives
-    the same answers. The prompts are computed once (:meth:`TinyDecoder.prefill`); each rollout
+    the same answers. The prompts are computed once (:meth:`TinyDecoder.prompt_cache`); each rollout
     then decodes one token per move against a key/value buffer holding its prompt's keys and
     values (:meth:`TinyDecoder.decode`), in chunks of rollouts of at most
     :data:`SAMPLE_BUFFER_BYTES` of buffers (fixed by the sizes, so a run is reproducible; another
@@ -178,7 +178,7 @@ def _sample(model, prompt_tokens, N, L, generator):
     G, P = prompt_tokens.shape
     n = G * N
     u = torch.rand(L, n, generator=generator, dtype=torch.float64)  # = L draws of [G, N]
-    first, pc = model.prefill(prompt_tokens)
+    first, pc = model.prompt_cache(prompt_tokens)
     width = P + L - 1
     row_bytes = 2 * sum(k.shape[1] * width * k.shape[3] * k.element_size() for k, _ in pc)
     chunk = max(1, SAMPLE_BUFFER_BYTES // max(row_bytes, 1))
