@@ -345,7 +345,10 @@ def rl_step(
 
     idx = answer_index(mv)
     rare_hits = prompts.rare[np.asarray(ids)[:, None], idx].sum(axis=1)
-    adv = scheme_advantages(cfg.scheme, torch.from_numpy(rewards), logprobs=lp_seq)
+    # in NumPy (the registry's own namespace: a third of the time of the same functions on
+    # 8 x 8 torch tensors; the same values up to the last bits of float64)
+    adv = scheme_advantages(cfg.scheme, rewards, logprobs=lp_seq.numpy())
+    adv = torch.from_numpy(np.ascontiguousarray(adv, dtype=np.float64))
     if before_update is not None:
         before_update(moves, rewards, adv)
     ref_logits = None
