@@ -10,10 +10,12 @@ Ways to run it, equal up to float rounding (``tests/test_sequence_exact.py`` and
 mask; SFT); the cached path :meth:`TinyDecoder.prefill` + :meth:`TinyDecoder.extend`, where many
 continuations of one prompt share the prompt's keys and values and each carries only the keys
 and values of its own answer tokens (the exact evaluation walks the prefix tree of the answer
-space this way, at one token of compute per node); :meth:`TinyDecoder.decode`, one token per
-rollout against a preallocated key/value buffer (the RL sampler); and
-:meth:`TinyDecoder.rollout_logits`, one pass over packed groups, each prompt once followed by its
-``N`` answers under a block mask (the RL loss).
+space this way, at one token of compute per node); :meth:`TinyDecoder.prompt_cache` (the
+prefill's results by fused attention calls, the last block at the last position only), then
+:meth:`TinyDecoder.decode`, one token per rollout against a preallocated key/value buffer (the
+RL sampler); and :meth:`TinyDecoder.rollout_logits`, one pass over packed groups, each prompt
+once followed by its ``N`` answers under a block mask, the last block at the answer positions
+only (the RL loss).
 
 Weights are drawn from a ``torch.Generator`` seeded with ``seed`` (nothing global), so a seed
 gives the same weights whatever else the process did.
