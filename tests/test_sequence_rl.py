@@ -296,11 +296,11 @@ def test_same_seed_same_numbers_at_two_threads():
     assert a.equals(b) and torch.get_num_threads() == 1  # restored
 
 
-def _far_model(seed=3):
+def _far_model(seed=3, n_layers=2):
     """A float64 model whose policy is far from flat (scaled-up weights)."""
     from fgrpo_theory.sequence.model import build_model
 
-    m = build_model(ModelConfig(d_model=16, n_layers=2, n_heads=2, seed=seed), TASK.vocab,
+    m = build_model(ModelConfig(d_model=16, n_layers=n_layers, n_heads=2, seed=seed), TASK.vocab,
                     TASK.prompt_len + TASK.L)  # fmt: skip
     with torch.no_grad():
         for q in m.parameters():
@@ -308,16 +308,18 @@ def _far_model(seed=3):
     return m.double()
 
 
-@pytest.mark.parametrize("max_pack", [32, 4, 1])  # N = 6: one pack, packs of 3, of 1
-def test_packed_training_pass_equals_the_causal_forward_pass(monkeypatch, max_pack):
+@pytest.mark.parametrize(
+    ("max_pack", "n_layers"), [(32, 2), (4, 2), (1, 2), (32, 1)]
+)  # N = 6: one pack, packs of 3, of 1; a one-block model (its only block is the last)
+def test_packed_training_pass_equals_the_causal_forward_pass(monkeypatch, max_pack, n_layers):
     """The loop's pass over packed groups (each prompt once, then its N answers; or N / c packs
-    of c answers) against the plain causal forward pass over every prompt + answer sequence,
-    values and gradients."""
+    of c answers; the last block at the used positions only) against the plain causal forward
+    pass over every prompt + answer sequence, values and gradients."""
     from fgrpo_theory.sequence import model as model_module
     from fgrpo_theory.sequence.rl import token_logits
 
     monkeypatch.setattr(model_module, "MAX_PACK", max_pack)
-    m = _far_model()
+    m = _far_model(n_layers=n_layers)
     p = make_prompts(TASK)
     ptok = torch.from_numpy(p.tokens[[0, 2, 5]])
     moves = torch.randint(0, 4, (3, 6, TASK.L), generator=torch.Generator().manual_seed(1))
@@ -360,3 +362,21 @@ def test_sampler_draws_by_inverse_cdf_of_the_forward_pass(monkeypatch):
     m1, lp1 = sample_answers(m, ptok, N, L, torch.Generator().manual_seed(3))
     assert torch.equal(m1, moves)
     torch.testing.assert_close(lp1, lp, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_sampler_prompt_pass_equals_the_prefill(n_layers):
+    """The sampler's prompt pass (one fused causal attention call per block, the last block at
+    the last position only) against :meth:`TinyDecoder.prefill` (attention written out, every
+    position): the first move's logits and every layer's keys and values."""
+    m = _far_model(seed=6, n_layers=n_layers)
+    ptok = torch.from_numpy(make_prompts(TASK).tokens[[0, 3, 7]])
+    with torch.no_grad():
+        want, want_kv = m.prefill(ptok)
+        got, got_kv = m.prompt_cache(ptok)
+    assert want.abs().max() > 1.0  # far from flat: a real comparison
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert len(got_kv) == len(want_kv) == n_layers
+    for (k1, v1), (k2, v2) in zip(got_kv, want_kv, strict=True):
+        torch.testing.assert_close(k1, k2, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(v1, v2, rtol=1e-12, atol=1e-12)

@@ -10,10 +10,12 @@ Ways to run it, equal up to float rounding (``tests/test_sequence_exact.py`` and
 mask; SFT); the cached path :meth:`TinyDecoder.prefill` + :meth:`TinyDecoder.extend`, where many
 continuations of one prompt share the prompt's keys and values and each carries only the keys
 and values of its own answer tokens (the exact evaluation walks the prefix tree of the answer
-space this way, at one token of compute per node); :meth:`TinyDecoder.decode`, one token per
-rollout against a preallocated key/value buffer (the RL sampler); and
-:meth:`TinyDecoder.rollout_logits`, one pass over packed groups, each prompt once followed by its
-``N`` answers under a block mask (the RL loss).
+space this way, at one token of compute per node); :meth:`TinyDecoder.prompt_cache` (the
+prefill's results by fused attention calls, the last block at the last position only), then
+:meth:`TinyDecoder.decode`, one token per rollout against a preallocated key/value buffer (the
+RL sampler); and :meth:`TinyDecoder.rollout_logits`, one pass over packed groups, each prompt
+once followed by its ``N`` answers under a block mask, the last block at the answer positions
+only (the RL loss).
 
 Weights are drawn from a ``torch.Generator`` seeded with ``seed`` (nothing global), so a seed
 gives the same weights whatever else the process did.
@@ -111,6 +113,18 @@ class _Block(nn.Module):
         o = (s.softmax(-1) @ v).transpose(1, 2).reshape(x.shape)
         return self._mlp(x + self.proj(o)), (k, v)
 
+    def causal(
+        self, x: torch.Tensor, last_only: bool = False
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`full` by one fused attention call; with ``last_only``, the block's output at
+        the last position only [B, 1, d] (the keys and values [B, H, T, dh] of all)."""
+        q, k, v = (t.transpose(1, 2) for t in self._split(x))  # [B, H, T, dh]
+        if last_only:  # the last query sees every key: no mask
+            x, o = x[:, -1:], _sdpa(q[:, :, -1:], k, v)
+        else:
+            o = _sdpa(q, k, v, is_causal=True)
+        return self._mlp(x + self.proj(o.transpose(1, 2).reshape(x.shape))), (k, v)
+
     def extend(
         self,
         x: torch.Tensor,
@@ -133,12 +147,15 @@ class _Block(nn.Module):
         o = o + torch.einsum("nmht,nmhtd->nmhd", w[..., P:], v)
         return self._mlp(x + self.proj(o.reshape(x.shape))), (k, v)
 
-    def masked(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Self-attention over x [B, S, d] where position i sees position j iff mask[i, j]
-        (one fused attention call)."""
+    def masked(self, x: torch.Tensor, bias: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Self-attention over x [B, S, d] where position i sees position j iff bias[i, j] is 0
+        (-inf otherwise; an additive mask, as :func:`packed_layout`'s); the block's output at
+        positions ``start`` onwards only [B, S - start, d] (the keys and values of all; one
+        fused attention call, an additive mask: a boolean one is converted at every call)."""
         q, k, v = (t.transpose(1, 2) for t in self._split(x))  # [B, H, S, dh]
-        o = _sdpa(q, k, v, attn_mask=mask).transpose(1, 2).reshape(x.shape)
-        return self._mlp(x + self.proj(o))
+        o = _sdpa(q[:, :, start:], k, v, attn_mask=bias[start:]).transpose(1, 2)
+        o = o.reshape(x.shape[0], x.shape[1] - start, x.shape[2])
+        return self._mlp(x[:, start:] + self.proj(o))
 
     def decode(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor], pos: int):
         """One new token per row, x [n, d] at position ``pos``: its key and value are written
@@ -159,15 +176,19 @@ class _Block(nn.Module):
 
 
 @functools.lru_cache(maxsize=64)
-def packed_layout(P: int, N: int, T: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positions [S] and attention mask [S, S] (S = P + N T) of a packed group: a prompt of
-    ``P`` tokens followed by ``N`` continuations of ``T`` tokens each, every continuation at
-    positions P..P+T-1 and seeing the prompt and its own earlier tokens only."""
+def packed_layout(
+    P: int, N: int, T: int, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions [S] and additive attention mask [S, S] of ``dtype`` (0 where seen, -inf
+    elsewhere; S = P + N T) of a packed group: a prompt of ``P`` tokens followed by ``N``
+    continuations of ``T`` tokens each, every continuation at positions P..P+T-1 and seeing the
+    prompt and its own earlier tokens only."""
     with torch.inference_mode(False):  # cached: ordinary tensors even if first made in one
         pos = torch.cat([torch.arange(P), torch.arange(P, P + T).repeat(N)])
         cont = torch.cat([torch.full((P,), -1), torch.arange(N).repeat_interleave(T)])
         same = (cont[None, :] == -1) | (cont[None, :] == cont[:, None])
-        return pos, (pos[None, :] <= pos[:, None]) & same
+        seen = (pos[None, :] <= pos[:, None]) & same
+        return pos, torch.zeros(seen.shape, dtype=dtype).masked_fill(~seen, float("-inf"))
 
 
 class TinyDecoder(nn.Module):
@@ -222,6 +243,20 @@ class TinyDecoder(nn.Module):
             cache.append(kv)
         return self.head(self.ln_f(x[:, -1])), cache
 
+    def prompt_cache(self, prompts: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """:meth:`prefill`'s results (equal up to float rounding) for the sampler: one fused
+        causal attention call per block, and the last block's attention output and MLP at the
+        last position only (its other positions feed nothing: their keys and values come from
+        the block's input)."""
+        T = prompts.shape[1]
+        x = self.tok(prompts) + self.pos(torch.arange(T, device=prompts.device))
+        cache = []
+        last = len(self.blocks) - 1
+        for i, b in enumerate(self.blocks):
+            x, kv = b.causal(x, i == last)
+            cache.append(kv)
+        return self.head(self.ln_f(x[:, -1])), cache
+
     def extend(
         self, tokens: torch.Tensor, pos: int, prompt_cache: list, ans_cache: list | None
     ) -> tuple[torch.Tensor, list]:
@@ -250,13 +285,15 @@ class TinyDecoder(nn.Module):
         if c < N:
             prompts = prompts.repeat_interleave(N // c, 0)
         g = prompts.shape[0]
-        pos, mask = packed_layout(P, c, T)
+        pos, bias = packed_layout(P, c, T, self.head.weight.dtype)
         tokens = torch.cat([prompts, moves[..., :T].reshape(g, c * T)], dim=1)
         x = self.tok(tokens) + self.pos(pos.to(tokens.device))
-        mask = mask.to(tokens.device)
-        for b in self.blocks:
-            x = b.masked(x, mask)
-        h = self.head(self.ln_f(x[:, P - 1 :]))  # [g, 1 + c T, 4]: the first move, then the rest
+        bias = bias.to(tokens.device)
+        last = len(self.blocks) - 1
+        for i, b in enumerate(self.blocks):
+            # the last block only at the positions whose logits are used (from the prompt's last)
+            x = b.masked(x, bias, P - 1 if i == last else 0)
+        h = self.head(self.ln_f(x))  # [g, 1 + c T, 4]: the first move, then the rest
         first = h[:, :1, None].expand(g, c, 1, h.shape[-1])
         out = torch.cat([first, h[:, 1:].reshape(g, c, T, h.shape[-1])], dim=2)
         return out.reshape(G, N, L, h.shape[-1])
@@ -269,8 +306,8 @@ class TinyDecoder(nn.Module):
         for k, v in prompt_cache:  # [G, H, P, dh]
             K = k.new_empty(len(rows), k.shape[1], length, k.shape[3])
             V = torch.empty_like(K)
-            K[:, :, : k.shape[2]] = k[rows]
-            V[:, :, : k.shape[2]] = v[rows]
+            K[:, :, : k.shape[2]] = k.index_select(0, rows)
+            V[:, :, : k.shape[2]] = v.index_select(0, rows)
             out.append((K, V))
         return out
 
