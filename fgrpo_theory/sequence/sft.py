@@ -7,7 +7,8 @@ state in which SFT leaves an LLM. Each step draws ``batch`` train prompts unifor
 teacher answer for each (NumPy generator seeded from ``seed``), and takes one AdamW step on the
 cross-entropy of the answer tokens.
 
-The checkpoint is a pure function of (task, model, SFT config, code, torch version, threads):
+The checkpoint is a pure function of (task, model, SFT config, code, torch version, threads, the
+CPU kernels torch runs: :func:`._isa.label`):
 :func:`load_or_train_sft` keys it by the hash of the configs plus a digest of this package's
 sequence sources and stores it under ``<user cache>/sequence/`` (see
 :func:`fgrpo_theory._numba_cache.user_cache_dir`), written atomically.
@@ -27,6 +28,7 @@ import numpy as np
 import torch
 
 from .._validate import fail
+from ._isa import label
 from .model import ModelConfig, TinyDecoder, build_model
 from .task import GridTask, Prompts, make_prompts, teacher_probabilities
 
@@ -115,7 +117,7 @@ def _set_deterministic(mode: bool, warn_only: bool) -> None:
 def sft_key(task: GridTask, model: ModelConfig, sft: SFTConfig, threads: int) -> str:
     blob = json.dumps(
         {"task": task.to_dict(), "model": model.to_dict(), "sft": sft.to_dict(),
-         "threads": threads, "code": code_digest()},
+         "threads": threads, "code": code_digest(), "isa": label()},
         sort_keys=True,
     )  # fmt: skip
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
