@@ -132,7 +132,6 @@ def test_pass_at_k_shape_mismatch_names_an_argument():
         pass_at_k(np.array([8, 9, 10]), np.array([1, 2]), 1)
 
 
-@pytest.mark.xfail(strict=True, reason="peak_group_size warns (overflow) on a subnormal tau")
 def test_peak_with_a_subnormal_tau_is_silent():
     import warnings
 
@@ -144,6 +143,28 @@ def test_peak_with_a_subnormal_tau_is_silent():
             peak_group_size(0.5, 5e-321)
         except ValueError:
             pass  # a refusal is fine; a RuntimeWarning (8 lines in the CLI) is not
+
+
+@pytest.mark.parametrize(
+    "args, code, first",
+    [
+        (["--mu", "0.5", "--rho", "1e-320"], 0, None),  # the peak (1065) is computed
+        (["--mu", "1e-300", "--rho", "0.5"], 2, "Error: --rho must be such that the peak group"),
+        (["--mu", "0.5", "--rho", "1e-330"], 2, "Error: --rho must be in (0, 1)"),
+    ],
+)
+def test_cli_peak_with_a_subnormal_tau_prints_no_warning(args, code, first):
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    res = subprocess.run(
+        [exe, "peak", *args, "--format", "csv"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == code, res.stderr
+    if first is None:
+        assert res.stderr == "", res.stderr
+        assert res.stdout.splitlines()[1].split(",")[3] == "1065", res.stdout
+    else:
+        assert res.stderr.startswith(first), res.stderr
+        assert res.stderr.count("\n") == 1, res.stderr  # one line: no warning lines
 
 
 def test_json_into_a_closed_pipe_exits_141():
