@@ -65,10 +65,11 @@ def _not_a_number(x: Any) -> Any | None:
     if isinstance(x, bad_types):
         return x
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and getattr(dtype, "kind", "") in _NOT_NUMBER_KINDS:
+    kind = getattr(dtype, "kind", "")  # "" for a dtype without one (torch's): not NumPy text
+    if isinstance(kind, str) and len(kind) == 1 and kind in _NOT_NUMBER_KINDS:
         flat = np.asarray(x).ravel()
         return flat[0] if flat.size else str(dtype)
-    if isinstance(x, list | tuple) or (dtype is not None and getattr(dtype, "kind", "") == "O"):
+    if isinstance(x, list | tuple) or kind == "O":
         try:
             arr = np.asarray(x).ravel()
         except (ValueError, TypeError):  # ragged: the float conversion names it
