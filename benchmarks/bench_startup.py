@@ -51,7 +51,7 @@ def _cli() -> list[str]:
     found = shutil.which("fgrpo-theory")
     if found:
         return [found]
-    return [sys.executable, "-c", "from fgrpo_theory.cli._entry import main; main()"]
+    return [sys.executable, "-c", "from fgrpo_theory.cli._entry import script; script()"]
 
 
 def _env() -> dict[str, str]:

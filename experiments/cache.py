@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 import fgrpo_theory
-from fgrpo_theory import _numba_cache
-from fgrpo_theory._numba_cache import module_file, user_cache_dir
+from fgrpo_theory import _imports, _numba_cache
+from fgrpo_theory._imports import module_file
+from fgrpo_theory._numba_cache import user_cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -108,18 +109,19 @@ def _display_name(f: Path) -> str:
 def import_closure(start: str | Path) -> list[Path]:
     """Source files of every project module reachable from ``start`` (a module name or a file).
 
-    Static (:func:`fgrpo_theory._numba_cache.import_closure` over ``fgrpo_theory`` and the
+    Static (:func:`fgrpo_theory._imports.import_closure` over ``fgrpo_theory`` and the
     experiments package): follows ``import`` and ``from ... import`` statements anywhere in a file
     (imports inside functions included), relative imports resolved, and the enclosing packages an
-    import runs. A package whose ``__init__`` loads names lazily (a module ``__getattr__``)
-    contributes all of its modules when its attributes are used. Modules under
+    import runs. A module that loads names lazily (a module ``__getattr__``: a package's
+    ``__init__`` or a plain module) contributes all the modules of its package where a file may
+    read a name that ``__getattr__`` would produce. Modules under
     ``fgrpo_theory.plotting`` and ``fgrpo_theory.cli`` are not followed (they draw or parse and
     never compute a cached table).
     """
     first = Path(start) if isinstance(start, Path) else module_file(start, _ROOTS, _NOT_COMPUTING)
     if first is None or not first.is_file():
         raise ValueError(f"module must be a project module or file; got {str(start)!r}")
-    return _numba_cache.import_closure([first], _ROOTS, exclude=_NOT_COMPUTING)
+    return _imports.import_closure([first], _ROOTS, exclude=_NOT_COMPUTING)
 
 
 def module_sources(start: str | Path) -> str:

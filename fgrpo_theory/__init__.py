@@ -171,16 +171,24 @@ __doc__ = f"{__doc__ or ''}{_CATALOGUE}"
 
 
 def _names_by_module(catalogue: str) -> dict[str, str]:
-    """Public name -> the module that defines it, read from the catalogue's headings and entries."""
-    import re
+    """Public name -> the module that defines it, read from the catalogue's headings and entries.
 
+    A heading is a line that starts with a non-blank and names ``(fgrpo_theory...`` (the module,
+    ended by ``)`` or ``;``); an entry is three blanks, a name, blanks and ``-- ``. Plain string
+    operations, not :mod:`re`: importing ``re`` (with ``enum``) was most of what ``import
+    fgrpo_theory`` cost, and it runs before the console script's Ctrl-C handler is installed."""
     table: dict[str, str] = {}
     module = ""
     for line in catalogue.splitlines():
-        if heading := re.match(r"\S.*\((fgrpo_theory[\w.]*)[;)]", line):
-            module = heading[1]
-        elif entry := re.match(r" {3}(\w+) +-- ", line):
-            table[entry[1]] = module
+        if line[:1].strip() and "(fgrpo_theory" in line:
+            rest = line.split("(fgrpo_theory", 1)[1]
+            end = min((i for i in (rest.find(")"), rest.find(";")) if i >= 0), default=-1)
+            if end >= 0:
+                module = "fgrpo_theory" + rest[:end]
+        elif line.startswith("   ") and not line[3:4].isspace() and " -- " in line:
+            name, _, _ = line[3:].partition(" ")
+            if name.isidentifier() and line[3 + len(name) :].lstrip().startswith("-- "):
+                table[name] = module
     return table
 
 

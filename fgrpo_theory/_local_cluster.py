@@ -47,14 +47,19 @@ def start_local_cluster(ex: DaskExecutor, distributed: Any) -> None:
 
     import dask
 
+    from ._sigint import deliver
+
     spec_cluster = getattr(getattr(distributed, "deploy", None), "SpecCluster", None)
     instances = getattr(spec_cluster, "_instances", None)
     before = set(instances) if instances is not None else set()
     children = set(multiprocessing.active_children())
     pressed: list[int] = []
+    handler: Any = None  # the handler replaced (set below), to hand the Ctrl-C on to
 
     def defer(signum: int, frame: object) -> None:
         if pressed:  # a second Ctrl-C: stop waiting for the cluster
+            pressed.append(signum)
+            deliver(handler, frame)
             raise KeyboardInterrupt
         pressed.append(signum)
 
@@ -86,6 +91,8 @@ def start_local_cluster(ex: DaskExecutor, distributed: Any) -> None:
             )
         except BaseException as e:
             _forget_half_built_clusters(instances, before, children)
+            if len(pressed) == 1:  # acted on now: the handler replaced too (not yet called)
+                deliver(handler)
             if pressed and not isinstance(e, KeyboardInterrupt):
                 # a Ctrl-C came first: whatever failed after it (a worker that got it
                 # too), the user asked to stop, and that is what is reported
@@ -103,6 +110,7 @@ def start_local_cluster(ex: DaskExecutor, distributed: Any) -> None:
             if main:
                 signal.signal(signal.SIGINT, handler)
     if pressed:  # pressed while the cluster started: start() closes it, then propagates
+        deliver(handler)  # the handler replaced acts now (the console script's watchdog arms)
         raise KeyboardInterrupt
 
 

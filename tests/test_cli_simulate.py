@@ -252,10 +252,10 @@ def _interrupted_run(tmp_path, cache: Path | None, after: str, prelude: str = ""
         "    orig(*a); print('chunk', file=sys.stderr, flush=True)\n"
         "r._run_chunk = tick\n"
         f"{prelude}"
-        "from fgrpo_theory.cli._entry import main\n"
+        "from fgrpo_theory.cli._entry import script\n"
         "sys.argv = ['fgrpo-theory', 'simulate', '--K', '6', '--N', '8', '--steps', "
         f"'2000000000', '--log-every', '1000000000', '--seeds', '2', '--out', {str(out)!r}]\n"
-        "main()\n"
+        "script()\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if cache is not None:

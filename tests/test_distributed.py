@@ -640,7 +640,7 @@ def warm_cli_kernels():
     but not what the test below is about)."""
     import subprocess
 
-    cmd = [sys.executable, "-c", "from fgrpo_theory.cli._entry import main; main()"]
+    cmd = [sys.executable, "-c", "from fgrpo_theory.cli._entry import script; script()"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     subprocess.run([*cmd, *SMALL], env=env, capture_output=True, timeout=600, check=True)
     return cmd, env

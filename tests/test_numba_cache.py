@@ -135,7 +135,7 @@ def test_an_edit_to_a_constant_a_kernel_imports_recompiles_it(tmp_path):
 
 
 def test_kernel_sources_follow_imports():
-    from fgrpo_theory._numba_cache import _PACKAGE_DIR, kernel_sources
+    from fgrpo_theory._imports import _PACKAGE_DIR, kernel_sources
 
     names = {str(p.relative_to(_PACKAGE_DIR)) for p in kernel_sources()}
     assert {"sim/kernels.py", "sim/keys.py", "sim/records.py", "population/kernel.py"} <= names
@@ -177,7 +177,7 @@ def _hand_package(tmp_path: Path) -> Path:
 
 
 def test_import_closure_by_hand(tmp_path):
-    from fgrpo_theory._numba_cache import file_imports, import_closure, module_file
+    from fgrpo_theory._imports import file_imports, import_closure, module_file
 
     pkg = _hand_package(tmp_path)
     roots = {"pkg": pkg}
@@ -222,6 +222,15 @@ def test_import_closure_by_hand(tmp_path):
         ("import pkg.sub.lazy as L\nprint(L)\n", True),  # the module passed around
         ("import pkg\nx = pkg.sub.lazy.thing\n", True),
         ("import pkg.sub.lazy\n", False),  # imported, never read
+        # the lazy package imported as a name of its parent, then read like ``import ... as``
+        ("from .sub import lazy\nx = lazy.thing\n", True),
+        ("from pkg.sub import lazy as L\nx = L.thing\n", True),
+        ("from .sub import lazy\nprint(lazy)\n", True),
+        ("from .sub import lazy\nx = lazy.VERSION, lazy.__file__\n", False),
+        ("from .sub import lazy\nx = lazy.m.Y\n", False),
+        # an annotation without a value binds nothing: the name comes from __getattr__
+        ("from .sub.lazy import ANNOTATED\n", True),
+        ("from .sub.lazy import TYPED\n", False),  # annotated and assigned: bound
     ],
 )
 def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, source, lazy):
@@ -229,14 +238,16 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
     when the file may read a name that __getattr__ would produce; a submodule it names, a name
     the package's __init__ binds or a module attribute set by the import system bring only
     themselves. The oracle is the hand-read rule for each one-line source."""
-    from fgrpo_theory._numba_cache import import_closure
+    from fgrpo_theory._imports import import_closure
 
     pkg = tmp_path / "pkg"
     files = {
         "__init__.py": "",
         "a.py": source,
         "sub/__init__.py": "",
-        "sub/lazy/__init__.py": "VERSION = 1\ndef __getattr__(name):\n    return name\n",
+        "sub/lazy/__init__.py": (
+            "VERSION = 1\nANNOTATED: int\nTYPED: int = 2\ndef __getattr__(name):\n    return name\n"
+        ),
         "sub/lazy/m.py": "Y = 2\n",
         "sub/lazy/n.py": "",
     }
@@ -248,6 +259,44 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
     assert "sub/lazy/__init__.py" in got
     if "import m" in source or ".m." in source:
         assert "sub/lazy/m.py" in got
+
+
+@pytest.mark.parametrize(
+    ("source", "lazy"),
+    [
+        ("from .tools import x\n", True),  # could come from tools' module __getattr__
+        ("from .tools import KNOWN\n", False),  # bound in tools.py
+        ("import pkg.tools as T\ny = T.x\n", True),
+        ("from . import tools\ny = tools.x\n", True),
+        ("from . import tools\ny = tools.KNOWN\n", False),
+        ("from .other import thing\n", False),  # other's __getattr__ is a class's, not its own
+    ],
+)
+def test_a_plain_module_with_a_module_getattr_is_lazy_too(tmp_path, source, lazy):
+    """A module that is no package but loads names with a module ``__getattr__`` (PEP 562) may
+    run any module of its package (here ``importlib`` with a name known only at run time):
+    import_closure brings them all where a file may read a name that ``__getattr__`` would
+    produce, as for a lazy package. The oracle is the hand-read rule for each source."""
+    from fgrpo_theory._imports import import_closure
+
+    pkg = tmp_path / "pkg"
+    files = {
+        "__init__.py": "",
+        "a.py": source,
+        "tools.py": (
+            "import importlib\nKNOWN = 1\n"
+            "def __getattr__(name):\n    return importlib.import_module('pkg.impl.' + name)\n"
+        ),
+        "other.py": "class C:\n    def __getattr__(self, name):\n        return name\n",
+        "impl/__init__.py": "",
+        "impl/x.py": "",
+    }
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    got = {str(p.relative_to(pkg.resolve())) for p in import_closure([pkg / "a.py"], {"pkg": pkg})}
+    assert ("impl/x.py" in got) is lazy
+    assert "tools.py" in got or "other.py" in got
 
 
 # The first compilation says so on stderr (one line), a cached kernel says nothing.
@@ -406,7 +455,7 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     an entry for an edited file (keyed by the file's text, so unused) or unreadable."""
     import json
 
-    from fgrpo_theory._numba_cache import kernel_sources
+    from fgrpo_theory._imports import kernel_sources
 
     plain = kernel_sources()
     memo = tmp_path / "kernel-imports.json"
@@ -433,8 +482,9 @@ def test_kernel_sources_are_the_same_with_a_memo_fresh_stale_or_broken(tmp_path)
     memo.write_text(json.dumps({"sim/kernels.py x": "wrong shape"}))
     kernel_sources.cache_clear()
     assert kernel_sources(memo) == plain
-    # the cache machinery compiles nothing in: an edit to it recompiles no kernel
-    assert "_numba_cache.py" not in {p.name for p in plain}
+    # the cache machinery and the import reader compile nothing in: an edit to them recompiles
+    # no kernel
+    assert not {"_numba_cache.py", "_imports.py"} & {p.name for p in plain}
 
 
 #: The fallback temporary folder cannot be created, nor written (a full /tmp): every way Python

@@ -127,5 +127,5 @@ def test_the_console_script_is_the_cli_layers_shim():
 
     root = Path(__file__).resolve().parents[1]
     scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["fgrpo-theory"] == "fgrpo_theory.cli._entry:main"
+    assert scripts["fgrpo-theory"] == "fgrpo_theory.cli._entry:script"
     assert not (root / "fgrpo_theory" / "_entry.py").exists()

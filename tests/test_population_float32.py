@@ -53,7 +53,7 @@ def test_float32_refusals_and_hash():
 
 def test_cli_precision_one_line_error():
     res = subprocess.run(
-        [sys.executable, "-c", "from fgrpo_theory.cli._entry import main; main()", "population",
+        [sys.executable, "-c", "from fgrpo_theory.cli._entry import script; script()", "population",
          "--preset", "quick", "--precision", "float16", "--steps", "2"],
         capture_output=True, text=True,
     )  # fmt: skip

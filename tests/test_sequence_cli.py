@@ -94,7 +94,7 @@ def test_sigint_stops_between_steps_exit_130(tmp_path):
     master, slave = pty.openpty()
     env = {**os.environ, "FGRPO_THEORY_CACHE_DIR": str(tmp_path)}
     args = ["--preset", "smoke", "--steps", "1000000", "--format", "csv"]
-    code = "from fgrpo_theory.cli._entry import main; main()"
+    code = "from fgrpo_theory.cli._entry import script; script()"
     proc = subprocess.Popen([sys.executable, "-c", code, "sequence", *args], env=env,
                             stdout=subprocess.PIPE, stderr=slave)  # fmt: skip
     os.close(slave)

@@ -104,7 +104,7 @@ def test_checkpoint_digest_covers_the_sft_sources_only():
     from pathlib import Path
 
     import fgrpo_theory
-    from fgrpo_theory._numba_cache import import_closure
+    from fgrpo_theory._imports import import_closure
     from fgrpo_theory.sequence import sft
 
     pkg = Path(fgrpo_theory.__file__).parent

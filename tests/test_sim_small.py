@@ -16,7 +16,11 @@ import pandas as pd
 import pytest
 
 from fgrpo_theory.sim import SimConfig, runner, simulate
-from fgrpo_theory.sim.ksmall import SMALL_K, small_eligible
+from fgrpo_theory.sim.ksmall import SMALL_K, TARGET_FMA, small_eligible
+
+# the small loop repeats the FMAs LLVM fuses kcore's loops into, so it is taken only where the
+# CPU Numba compiles for has FMA (see test_a_target_without_fma_takes_the_general_loop)
+needs_fma = pytest.mark.skipif(not TARGET_FMA, reason="Numba's target CPU has no FMA")
 
 CONFIGS = [
     dict(K=6, optimizer="sgd", lr=0.1),
@@ -53,6 +57,7 @@ def _both(cfg: SimConfig, monkeypatch, **kw) -> tuple[pd.DataFrame, pd.DataFrame
     return general, small
 
 
+@needs_fma
 @pytest.mark.parametrize("kw", CONFIGS, ids=[str(i) for i in range(len(CONFIGS))])
 def test_small_loop_is_bit_identical(kw, monkeypatch):
     cfg = _config(kw)
@@ -73,6 +78,7 @@ def test_chunks_and_threads_do_not_change_the_small_loop(monkeypatch):
     pd.testing.assert_frame_equal(whole, small, check_exact=True)
 
 
+@needs_fma
 def test_eligibility():
     def elig(**kw):
         cfg = _config(kw)
@@ -86,3 +92,43 @@ def test_eligibility():
     assert not elig(K=6, thresholds=(0.5,))
     assert not elig(K=6, sampler="sorted")
     assert not elig(K=6, scheme="ds")
+
+
+_NO_FMA_CHILD = """
+import numpy as np, pandas as pd
+from fgrpo_theory.sim import SimConfig, ksmall, runner, simulate
+
+cfg = SimConfig(K=3, N=4, steps=30, seeds=2, correct=1, log_every=5, backend="dense", seed=3,
+                optimizer="adam", lr=0.2, logits="1.0x1,0.0x2")
+assert not ksmall.small_eligible(runner.build_records(cfg, runner.prepare(cfg)), np.zeros((1, 3)))
+assert not ksmall.TARGET_FMA
+taken, small_batch = [], ksmall.run_small_batch
+ksmall.run_small_batch = lambda *a: taken.append(1) or small_batch(*a)
+small = simulate(cfg, threads=1)
+runner.SMALL_PATH = False
+general = simulate(cfg, threads=1)
+pd.testing.assert_frame_equal(general, small, check_exact=True)
+assert taken == [] and general["q_pos"].nunique() > 3
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_a_target_without_fma_takes_the_general_loop(tmp_path):
+    """With Numba compiling for a CPU without FMA (``NUMBA_CPU_NAME=generic``: no features),
+    the general loop does not fuse, so the small loop (explicit FMAs) is not taken and the run
+    is the general loop's. Before, eligibility read the host CPU (FMA here) and took it. A
+    subprocess with its own kernel caches (a cold compile for that target, ~30 s)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_CPU_NAME": "generic"}
+    env.pop("NUMBA_CPU_FEATURES", None)
+    env["FGRPO_THEORY_CACHE_DIR"] = str(tmp_path / "fgrpo")
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    r = subprocess.run([sys.executable, "-c", _NO_FMA_CHILD], capture_output=True, text=True,
+                       env=env, timeout=600)  # fmt: skip
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr[-2000:]

@@ -7,17 +7,14 @@ with exit code 2 and no traceback. A reader that goes away (``| head``) ends the
 exit code 141, as a process killed by SIGPIPE would.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 __all__ = ["app", "main"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``app``, ``main`` and the rest of :mod:`fgrpo_theory.cli._main`, loaded on first use, so
     that importing this package (the console script's shim, :mod:`fgrpo_theory.cli._entry`)
-    costs nothing and a Ctrl-C while Typer and the commands load is still one line."""
+    costs nothing and a Ctrl-C while Typer and the commands load is still one line (this module
+    imports nothing at all, not even :mod:`typing`)."""
     if name.startswith("__") or name == "_main":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib

@@ -1,5 +1,6 @@
-"""The console script ``fgrpo-theory``: the CLI, with Ctrl-C during start-up (while Typer,
-NumPy and pandas are imported) ending in one line and exit code 130, not a traceback.
+"""The console script ``fgrpo-theory`` (:func:`script`): the CLI, with Ctrl-C during start-up
+(while Typer, NumPy and pandas are imported) ending in one line and exit code 130, not a
+traceback.
 
 It lives in the CLI layer (the library never imports the CLI) and imports nothing heavy itself:
 :mod:`fgrpo_theory` and :mod:`fgrpo_theory.cli` load their contents on first use, so the
@@ -13,12 +14,26 @@ the grace period ends (stuck in cleanup: a lock, a thread to join, a slow interp
 loaded machine), the watchdog prints the one line (unless it was printed) and ends the process
 with ``os._exit(130)``. A file being written at that moment is a temporary with this process's
 id in its name (:func:`fgrpo_theory._io.create_temp`), never a half-written result.
+
+:func:`main` cancels the watchdog when it returns or raises, so that a program that calls it in
+its own process (and catches the ``SystemExit``) is never ended by it afterwards; the console
+script, :func:`script`, arms it again to the same deadline for the interpreter's exit. Where
+the library defers a Ctrl-C with its own handler (a sequence run finishing its step, a local
+cluster finishing its start), it hands the Ctrl-C on to this handler when it acts on it
+(:func:`fgrpo_theory._sigint.deliver`), so the grace period runs from then.
+
+Importing this module imports no other module (``_signal`` is built into CPython; ``threading``
+and ``time`` come with the first Ctrl-C), nor do :mod:`fgrpo_theory` and :mod:`fgrpo_theory.cli`:
+the handler is installed well within a millisecond of the project's first line
+(``docs/reliability.md``, Known gaps, says what remains before it).
 """
 
-from __future__ import annotations
-
 import sys
-import threading
+
+try:  # the C module behind :mod:`signal`, which would import enum (milliseconds) before main()
+    import _signal as signal
+except ImportError:  # pragma: no cover - not CPython
+    import signal  # type: ignore[no-redef]
 
 #: Seconds after a Ctrl-C by which the process has ended, one way or the other (a local Dask
 #: cluster closing on a loaded machine was measured at up to 7.6 s).
@@ -26,22 +41,27 @@ GRACE_SECONDS = 10.0
 #: The line a Ctrl-C ends with (``cli._main`` adds what was done, when it knows).
 INTERRUPTED = "fgrpo-theory: interrupted"
 
-_reported = threading.Event()
-_armed = threading.Event()
+#: per run of :func:`main`: whether the one line was printed, whether a Ctrl-C armed the
+#: watchdog; the armed watchdog's cancel event and the monotonic time at which it ends the
+#: process (``None``: none armed); the deadline the last run ended with, for :func:`script`
+_state: dict[str, object] = {
+    "reported": False, "armed": False, "cancel": None, "deadline": None, "last": None
+}  # fmt: skip
 
 
 def reported() -> None:
     """Note that the one ``interrupted`` line has been printed (the watchdog then prints none)."""
-    _reported.set()
+    _state["reported"] = True
 
 
-def _watchdog(grace: float) -> None:
+def _watchdog(deadline: float, cancel) -> None:  # cancel: a threading.Event
     import os
     import time
 
-    time.sleep(grace)
+    if cancel.wait(max(deadline - time.monotonic(), 0.0)):
+        return  # main() returned or raised, its caller carries on
     try:
-        if not _reported.is_set():
+        if not _state["reported"]:
             sys.stderr.write(INTERRUPTED + "\n")
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
@@ -51,35 +71,78 @@ def _watchdog(grace: float) -> None:
     os._exit(130)
 
 
+def _arm(deadline: float) -> None:
+    """Start a watchdog that ends the process at ``deadline`` unless :func:`_disarm` comes first."""
+    import threading
+
+    cancel = threading.Event()
+    _state["cancel"], _state["deadline"] = cancel, deadline
+    threading.Thread(
+        target=_watchdog, args=(deadline, cancel), name="fgrpo-ctrl-c", daemon=True
+    ).start()
+
+
+def _disarm() -> float | None:
+    """Cancel the armed watchdog, if any; return the deadline it had."""
+    cancel, deadline = _state["cancel"], _state["deadline"]
+    _state["cancel"] = _state["deadline"] = None
+    if cancel is not None:
+        cancel.set()  # type: ignore[attr-defined] - a threading.Event
+    return deadline if isinstance(deadline, float) else None
+
+
 def _on_sigint(signum: int, frame: object) -> None:
-    """Raise KeyboardInterrupt (as Python's handler does) and arm the watchdog once."""
-    if not _armed.is_set():
-        _armed.set()
-        threading.Thread(
-            target=_watchdog, args=(GRACE_SECONDS,), name="fgrpo-ctrl-c", daemon=True
-        ).start()
+    """Raise KeyboardInterrupt (as Python's handler does) and arm the watchdog once per run.
+
+    The library's own SIGINT handlers (a sequence run's steps, a local cluster's start) defer a
+    Ctrl-C and hand it on to the handler they replaced (:func:`fgrpo_theory._sigint.deliver`)
+    when they act on it: the watchdog is then armed from that moment."""
+    if not _state["armed"]:
+        import time
+
+        _state["armed"] = True
+        _arm(time.monotonic() + GRACE_SECONDS)
     raise KeyboardInterrupt
 
 
 def main() -> None:
-    """Entry point of the ``fgrpo-theory`` console script."""
-    import signal
+    """Run the CLI on ``sys.argv``; Ctrl-C ends it with one line and ``SystemExit(130)``.
 
-    _reported.clear()  # per run (a caller may run main() more than once in one process)
+    Ctrl-C arms the watchdog (the process ends within :data:`GRACE_SECONDS` even if the run's
+    cleanup hangs), which is cancelled when this returns or raises: a caller that runs it in its
+    own process and catches the ``SystemExit`` carries on. The console script is :func:`script`,
+    whose watchdog also bounds the interpreter's exit."""
+    # per run (a caller may run main() more than once in one process)
+    _state.update(reported=False, armed=False, last=None)
     previous = None
     try:
-        if threading.current_thread() is threading.main_thread():
+        try:
             previous = signal.signal(signal.SIGINT, _on_sigint)
+        except ValueError:  # not the main thread: no handler there (nor a Ctrl-C)
+            pass
         from . import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:
-        if not _reported.is_set():
+        if not _state["reported"]:
             print(INTERRUPTED, file=sys.stderr)
-            _reported.set()
+            _state["reported"] = True
         sys.exit(130)
     finally:
-        # a watchdog already armed keeps running (it also bounds the interpreter's exit); the
-        # handler is the caller's again, for a caller that runs main() in its own process
+        # the handler is the caller's again and the watchdog is cancelled, for a caller that
+        # runs main() in its own process; script() re-arms it for the interpreter's exit
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        _state["last"] = _disarm()
+
+
+def script() -> None:
+    """Entry point of the ``fgrpo-theory`` console script: :func:`main`, and after a Ctrl-C the
+    watchdog also bounds what follows it, the interpreter's exit (Dask's exit handler closing a
+    cluster, threads to join), to the same deadline."""
+    try:
+        main()
+    finally:
+        deadline = _state["last"]
+        if isinstance(deadline, float):
+            _arm(deadline)

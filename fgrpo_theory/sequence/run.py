@@ -142,14 +142,20 @@ def interrupt_between_steps() -> Iterator[Callable[[str, int, int], None]]:
     """Ctrl-C (SIGINT) takes effect between steps: the handler only records it, and the
     ``check(phase, done, total)`` this yields, called after each SFT and RL step, raises
     ``KeyboardInterrupt("<phase> step <done>/<total>")``. A second Ctrl-C interrupts at once.
-    Outside the main thread (no signal handlers there) ``check`` does nothing."""
+    Either way the handler this one replaced is called first (:func:`fgrpo_theory._sigint.
+    deliver`: the console script's arms its watchdog). Outside the main thread (no signal
+    handlers there) ``check`` does nothing."""
     import signal
     import threading
 
+    from .._sigint import deliver
+
     hit = [False]
+    old: object = None
 
     def check(phase: str, done: int, total: int) -> None:
         if hit[0]:
+            deliver(old)  # the handler replaced acts now (the console script's watchdog arms)
             raise KeyboardInterrupt(f"{phase} step {done}/{total}")
 
     if threading.current_thread() is not threading.main_thread():
@@ -158,6 +164,7 @@ def interrupt_between_steps() -> Iterator[Callable[[str, int, int], None]]:
 
     def handler(signum, frame):  # noqa: ARG001
         if hit[0]:
+            deliver(old, frame)
             raise KeyboardInterrupt
         hit[0] = True
 

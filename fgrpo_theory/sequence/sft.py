@@ -71,9 +71,9 @@ class SFTConfig:
 def code_digest() -> str:
     """sha256 of torch's version and the sources a checkpoint depends on: this module and every
     package module it imports, transitively (the static import graph of
-    :func:`fgrpo_theory._numba_cache.import_closure`; an edit to the RL loop or the CLI keeps
+    :func:`fgrpo_theory._imports.import_closure`; an edit to the RL loop or the CLI keeps
     the cached checkpoint, an edit to the task, the model or the SFT recomputes it)."""
-    from .._numba_cache import import_closure
+    from .._imports import import_closure
 
     pkg = _HERE.parent
     h = hashlib.sha256(torch.__version__.encode())

@@ -176,9 +176,10 @@ def run_draw(
     """Every arm and every ladder rung (GRPO at each arm's N and ``lr x factor``) on one draw,
     ``seeds`` RL seeds each (module doc). Rows: ``population_seed`` (the draw), ``seed_index``,
     ``arm``, ``family``, ``coef``, ``role`` ("start", "arm" or "ladder"), ``scheme``, ``N``,
-    ``lr_factor``, ``split``, :data:`METRICS`, ``seconds``; and, with ``checks``, the per-group
-    rows of :func:`train_run` of the arms (with ``population_seed``, ``seed_index``, ``arm``),
-    else None."""
+    ``lr_factor``, ``split``, :data:`METRICS`; and, with ``checks``, the per-group rows of
+    :func:`train_run` of the arms (with ``population_seed``, ``seed_index``, ``arm``), else None.
+    No wall time is kept in the rows (a recomputed table is then identical row for row); with
+    ``verbose`` each run's time is printed when it ends."""
     from .exact import PASS_K, prompt_metrics, split_metrics
     from .sft import load_or_train_sft, torch_settings
     from .task import make_prompts
@@ -201,7 +202,7 @@ def run_draw(
                                      PASS_K)  # fmt: skip
             rows.append(dict(common, seed_index=-1, arm="start", family="start", coef="",
                              role="start", scheme="", N=0, lr_factor=0.0, split=s,
-                             **start[s], seconds=0.0))  # fmt: skip
+                             **start[s]))  # fmt: skip
         runs: list[tuple[SeqArm, str]] = [(a, "arm") for a in arms]
         for n in dict.fromkeys(a.N or base.rl.N for a in arms):
             runs += [(SeqArm(f"grpo x{f:g} N={n}", "grpo", f, n, "grpo", f"x{f:g}"), "ladder")
@@ -211,7 +212,7 @@ def run_draw(
             for k, (a, role) in enumerate(runs):
                 cfg = a.config(replace(cfg0, rl=replace(cfg0.rl, seed=rl_seed(draw, si))))
                 if cfg in done:
-                    res, sec = done[cfg]
+                    res = done[cfg]
                 else:
                     if verbose:
                         print(f"[{label}] draw {draw} seed {si}: {role} {a.name} "
@@ -219,8 +220,11 @@ def run_draw(
                     t0 = time.perf_counter()
                     res, g = train_run(cfg, prompts, state, splits,
                                        checks=checks and role == "arm")  # fmt: skip
-                    sec = time.perf_counter() - t0
-                    done[cfg] = (res, sec)
+                    if verbose:
+                        sec = time.perf_counter() - t0
+                        print(f"[{label}] draw {draw} seed {si}: {a.name} done in {sec:.1f} s",
+                              file=sys.stderr, flush=True)  # fmt: skip
+                    done[cfg] = res
                     if g is not None:
                         groups.append(g.assign(population_seed=int(draw), seed_index=si,
                                                arm=a.name))  # fmt: skip
@@ -228,7 +232,7 @@ def run_draw(
                     m = dict(m, rare_nll_rise=m["rare_nll"] - start[s]["rare_nll"])
                     rows.append(dict(common, seed_index=si, arm=a.name, family=a.family or a.name,
                                      coef=a.coef, role=role, scheme=cfg.rl.scheme, N=cfg.rl.N,
-                                     lr_factor=a.lr_factor, split=s, **m, seconds=sec))  # fmt: skip
+                                     lr_factor=a.lr_factor, split=s, **m))  # fmt: skip
     return pd.DataFrame(rows), (pd.concat(groups, ignore_index=True) if groups else None)
 
 

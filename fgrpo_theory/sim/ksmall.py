@@ -286,15 +286,30 @@ def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
         )  # fmt: skip
 
 
-def _host_has_fma() -> bool:
-    """Whether the compiling CPU has FMA instructions (then LLVM fuses in kcore's loops as the
-    replicas above do; without them it does not, and the small loop is not used)."""
-    import llvmlite.binding as llb
+def _target_has_fma() -> bool:
+    """Whether the CPU Numba compiles for has FMA instructions (then LLVM fuses in kcore's loops
+    as the replicas above do; without them it does not, and the small loop is not used).
 
-    return bool(llb.get_host_cpu_features().get("fma", False))
+    That CPU is the host's unless ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` say otherwise
+    (``numba.core.config.CPU_NAME`` / ``CPU_FEATURES``; ``NUMBA_CPU_NAME=generic`` means no
+    features): Numba passes LLVM the features ``CPU_FEATURES`` lists when it is set, else the
+    host's, every feature named ``+x`` or ``-x``. FMA is taken as present only when that list
+    says ``+fma`` and not ``-avx`` (which ``NUMBA_ENABLE_AVX=0`` adds; FMA needs AVX, and what
+    LLVM makes of both is not relied on):
+    a CPU name alone (``NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=``) is not read for what it
+    implies, so such a target takes the general loop (the same numbers, slower)."""
+    from numba.core import config
+    from numba.core.codegen import get_host_cpu_features
+
+    features = config.CPU_FEATURES
+    if features is None:
+        features = get_host_cpu_features()  # the host's, as Numba's codegen takes them
+    flags = {f.strip() for f in features.split(",")}
+    return "+fma" in flags and "-avx" not in flags
 
 
-HOST_FMA = _host_has_fma()
+#: whether Numba's target CPU has FMA (read once, at import: Numba reads its config then too)
+TARGET_FMA = _target_has_fma()
 
 
 def small_eligible(rec: dict, z: np.ndarray) -> bool:
@@ -303,7 +318,7 @@ def small_eligible(rec: dict, z: np.ndarray) -> bool:
 
     alg, lg = rec["alg"], rec["log"]
     return (
-        HOST_FMA
+        TARGET_FMA
         and rec["tree"] is None
         and rec["scheme"] is None
         and z.dtype == np.float64
