@@ -65,10 +65,11 @@ def _not_a_number(x: Any) -> Any | None:
     if isinstance(x, bad_types):
         return x
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and getattr(dtype, "kind", "") in _NOT_NUMBER_KINDS:
+    kind = getattr(dtype, "kind", "")  # "" for a dtype without one (torch's): not NumPy text
+    if isinstance(kind, str) and len(kind) == 1 and kind in _NOT_NUMBER_KINDS:
         flat = np.asarray(x).ravel()
         return flat[0] if flat.size else str(dtype)
-    if isinstance(x, list | tuple) or (dtype is not None and getattr(dtype, "kind", "") == "O"):
+    if isinstance(x, list | tuple) or kind == "O":
         try:
             arr = np.asarray(x).ravel()
         except (ValueError, TypeError):  # ragged: the float conversion names it
@@ -80,6 +81,15 @@ def _not_a_number(x: Any) -> Any | None:
                 if isinstance(v, bad_types):
                     return v
     return None
+
+
+def refuse_not_numbers(name: str, x: Any) -> None:
+    """Refuse ``x`` if it is or holds text, bytes, a date or a duration (the one rule, shared by
+    every function that converts its input to numbers): NumPy would read ``"0.5"`` as 0.5 and a
+    date as days since 1970."""
+    odd = _not_a_number(x)
+    if odd is not None:
+        fail(name, _short(odd), "a number or an array of numbers (not text, a date or a duration)")
 
 
 def _interval(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
@@ -125,9 +135,7 @@ def check_array(
     ValueError
         On the first element that is NaN, infinite or outside the interval.
     """
-    odd = _not_a_number(x)
-    if odd is not None:
-        fail(name, _short(odd), "a number or an array of numbers (not text, a date or a duration)")
+    refuse_not_numbers(name, x)
     try:
         if np.iscomplexobj(x):
             z = np.asarray(x).ravel()
@@ -212,6 +220,21 @@ def check_rewards(r_correct: Any, r_incorrect: Any) -> tuple[float, float]:
     if not np.isfinite(rc - rw):
         fail("r_correct", rc, f"such that r_correct - r_incorrect is finite (r_incorrect = {rw!r})")
     return rc, rw
+
+
+def check_broadcastable(
+    name: str, shape: tuple[int, ...], other: str, other_shape: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The broadcast shape of ``shape`` (of argument ``name``) and ``other_shape`` (of the
+    arguments described by ``other``): ``"<name> must be broadcastable with <other> of shape
+    ..."`` when they do not broadcast, and :func:`check_broadcast_size`'s refusal when the result
+    would hold more than :data:`MAX_BROADCAST` values (before anything is allocated)."""
+    shape, other_shape = tuple(shape), tuple(other_shape)
+    try:
+        np.broadcast_shapes(shape, other_shape)
+    except ValueError:
+        fail(name, f"shape {shape}", f"broadcastable with {other} of shape {other_shape}")
+    return check_broadcast_size(name, shape, other_shape)
 
 
 def check_broadcast_size(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:

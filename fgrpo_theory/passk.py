@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import check_array, check_int_array, fail
+from ._validate import check_array, check_broadcastable, check_int_array, fail
 
 __all__ = ["pass_at_k", "pass_at_k_exact"]
 
@@ -80,6 +80,8 @@ def pass_at_k(n: Any, c: Any, k: Any) -> np.ndarray | float:
     n_arr = check_int_array("n", n, lo=1)
     c_arr = check_int_array("c", c, lo=0)
     k_arr = check_int_array("k", k, lo=1)
+    nc_shape = check_broadcastable("c", c_arr.shape, "n", n_arr.shape)
+    check_broadcastable("k", k_arr.shape, "n and c", nc_shape)
     n_arr, c_arr, k_arr = np.broadcast_arrays(n_arr, c_arr, k_arr)
     for name, arr in (("c", c_arr), ("k", k_arr)):
         bad = arr > n_arr
@@ -122,6 +124,7 @@ def pass_at_k_exact(mu: Any, k: Any) -> np.ndarray | float:
     """
     m = check_array("mu", mu, lo=0, hi=1)
     kk = check_int_array("k", k, lo=1).astype(float)
+    check_broadcastable("k", kk.shape, "mu", m.shape)
     with np.errstate(divide="ignore"):
         out = -np.expm1(kk * np.log1p(-m)) + 0.0
     out = np.where(kk == 1, m, out)  # pass@1 = mu exactly

@@ -452,6 +452,16 @@ class PeakResult(NamedTuple):
     p_peak: float | np.ndarray
 
 
+def _log1p_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``log1p(num / den)`` for negative ``num`` and ``den``, also when the ratio overflows (a
+    subnormal ``tau`` makes ``den = log1p(-tau)`` subnormal): beyond 1e300 it is
+    ``log(-num) - log(-den)`` (the dropped ``log1p(den / num)`` is below 1e-300)."""
+    with np.errstate(over="ignore"):
+        r = num / den
+    big = ~(r < 1e300)
+    return np.where(big, np.log(-num) - np.log(-den), np.log1p(np.where(big, 0.0, r)))
+
+
 #: Bisection steps on log N; 200 halvings of an interval of width <= 750 reach float resolution.
 _BISECT_STEPS = 200
 
@@ -525,16 +535,19 @@ def peak_group_size(mu: ArrayLike, tau: ArrayLike) -> PeakResult:
     u = np.minimum(lo / (1.0 - tau_b), 0.5)
     ln_u = np.log(u)
     ln_v = np.log1p(-u)
-    d_hi = np.log1p(ln_v / ln_a)
-    d_lo = np.log1p(ln_u / ln_a)
+    d_hi = _log1p_ratio(ln_v, ln_a)
+    d_lo = _log1p_ratio(ln_u, ln_a)
 
     def F(n: np.ndarray) -> np.ndarray:
-        return np.logaddexp(n * ln_v + d_hi, n * ln_u + d_lo)
+        with np.errstate(over="ignore"):  # n * ln_u beyond -1e308 is -inf: that term is 0
+            return np.logaddexp(n * ln_v + d_hi, n * ln_u + d_lo)
 
-    # Upper bracket: each term <= 1/2 there, so F <= 0.
+    # Upper bracket: each term <= 1/2 there, so F <= 0. A tiny u (tau and mu below ~1e-289)
+    # puts it beyond the largest float: the largest float then (the peak is refused below).
     log_half = -np.log(2.0)
-    n_hi = np.maximum((log_half - d_hi) / ln_v, (log_half - d_lo) / ln_u)
-    n_hi = np.maximum(n_hi, 2.0)
+    with np.errstate(over="ignore"):
+        n_hi = np.maximum((log_half - d_hi) / ln_v, (log_half - d_lo) / ln_u)
+    n_hi = np.minimum(np.maximum(n_hi, 2.0), np.finfo(float).max)
     t_lo = np.zeros_like(n_hi)
     t_hi = np.log(n_hi)
     for _ in range(_BISECT_STEPS):
@@ -547,8 +560,9 @@ def peak_group_size(mu: ArrayLike, tau: ArrayLike) -> PeakResult:
 
     # Beyond 2**53 neighbouring integers are no longer distinct floats: the integer argmax
     # cannot be decided there, so it is refused rather than returned wrong.
-    if (n_cont >= 2.0**53).any():
-        i = np.flatnonzero((n_cont >= 2.0**53).ravel())[0]
+    beyond = ~(n_cont < 2.0**53)
+    if beyond.any():
+        i = np.flatnonzero(beyond.ravel())[0]
         mu_i = format_value(mu_b.flat[i])
         fail(
             "tau",

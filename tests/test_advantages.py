@@ -21,6 +21,7 @@ from fgrpo_theory.advantages import (
     PRESETS,
     AdvantageConvention,
     binary_advantages,
+    effective_lr_multiplier,
     focal_advantages,
     focal_weight,
     get_convention,
@@ -483,6 +484,19 @@ def test_wrongly_shaped_gamma_names_the_argument():
         weighted_magnitudes([0.1, 0.2, 0.3], [1.0, 2.0])
     with pytest.raises(ValueError, match=r"^gamma must be broadcastable against the batch shape"):
         focal_advantages([[1.0, -1.0]] * 3, [1.0, 2.0])
+
+
+def test_a_huge_gamma_broadcast_is_refused_before_allocating():
+    # 1e5 groups of 4 against 1e5 gammas: (1e5, 1e5, 4) = 4e10 values, past the 2**27 bound.
+    with pytest.raises(ValueError, match=r"^gamma must be inputs that broadcast to at most "):
+        focal_advantages(np.zeros((10**5, 1, 4)), np.zeros(10**5))
+    with pytest.raises(ValueError, match=r"^gamma must be inputs that broadcast to at most "):
+        weighted_magnitudes(np.full((10**5, 1), 0.5), np.zeros(10**5))
+    with pytest.raises(ValueError, match=r"^X must be broadcastable against N of shape \(3,\)"):
+        binary_advantages([1, 2], [3, 4, 5])
+    # gamma values x (N + 1) counts: effective_lr_multiplier's weight table is bounded too
+    with pytest.raises(ValueError, match=r"^gamma must be inputs that broadcast to at most "):
+        effective_lr_multiplier(0.5, 10**4, np.zeros(10**5))
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,21 @@ def test_pass_at_k_validation(args, pattern):
         pass_at_k(*args)
 
 
+def test_shapes_that_do_not_broadcast_name_the_argument():
+    with pytest.raises(ValueError, match=r"^c must be broadcastable with n of shape \(3,\)"):
+        pass_at_k([8, 9, 10], [1, 2], 1)
+    with pytest.raises(ValueError, match=r"^k must be broadcastable with n and c of shape \(2,\)"):
+        pass_at_k([8, 9], 1, [1, 2, 3])
+    with pytest.raises(ValueError, match=r"^k must be broadcastable with mu of shape \(2,\)"):
+        pass_at_k_exact([0.1, 0.2], [1, 2, 3])
+    # (3000, 1) against (3000,) x 3 ... : 9e6 values is fine, (1e5, 1) x (1e5,) is refused
+    assert pass_at_k(np.full((3000, 1), 8), 1, np.ones(3000, dtype=int)).shape == (3000, 3000)
+    with pytest.raises(ValueError, match=r"^k must be inputs that broadcast to at most 134217728"):
+        pass_at_k(np.full((10**5, 1), 8), 1, np.ones(10**5, dtype=int))
+    with pytest.raises(ValueError, match=r"^k must be inputs that broadcast to at most 134217728"):
+        pass_at_k_exact(np.full((10**5, 1), 0.5), np.ones(10**5, dtype=int))
+
+
 @pytest.mark.parametrize("mu", [1e-300, 1e-15, 1e-12, 1e-6, 0.3, 0.999])
 @pytest.mark.parametrize("k", [1, 256, 10**6])
 def test_pass_at_k_exact_mpmath(mu, k):

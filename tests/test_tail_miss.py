@@ -402,6 +402,40 @@ def test_peak_broadcasts_and_handles_tiny_tau():
     assert tiny.p_peak == pytest.approx(0.24999616657336441972, rel=1e-12)  # mpmath pb() above
 
 
+# Subnormal and tiny tau: log1p(ln v / ln a) overflowed (ln a = log1p(-tau) is subnormal), the
+# peak of about 1,065 was refused as "beyond 2**53" after NumPy's overflow warnings. References:
+# mp.dps = 400 (so 1 - tau is exact), bisection of k(N) = a^N ln a - b^N ln b - c^N ln c on
+# [2, 20000] (120 halvings), n_star by comparing Pr(B) = a^N - b^N - c^N at floor(root) and +1.
+PEAK_TINY_TAU_REFS = [
+    (0.5, 5e-321, "1064.4882400523607923", 1065),
+    (0.5, 5e-324, "1074.4712336270551024", 1074),
+    (0.3, 1e-300, "1933.8184786636862009", 1934),
+    (0.9, 1e-315, "6862.7600430087720732", 6863),
+]
+
+
+@pytest.mark.parametrize(("mu", "tau", "ref_cont", "ref_int"), PEAK_TINY_TAU_REFS)
+def test_peak_with_a_subnormal_tau_matches_mpmath_without_warnings(mu, tau, ref_cont, ref_int):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = peak_group_size(mu, tau)
+    assert_close(res.n_star_continuous, float(mpmath.mpf(ref_cont)))
+    assert res.n_star == ref_int
+
+
+@pytest.mark.parametrize(("mu", "tau"), [(1e-300, 5e-301), (3e-308, 2.5e-308), (1e-310, 5e-311)])
+def test_peak_beyond_2_53_with_tiny_mu_is_refused_without_warnings(mu, tau):
+    # u = min(mu - tau, 1 - mu) / (1 - tau) below 1e-289: the bracket passed the largest float
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^tau must be such that the peak group size is"):
+            peak_group_size(mu, tau)
+
+
 # --------------------------------------------------------------------------------------------
 # peak when tau is within ~1e-9 (relative) of mu (issue 10 item 12)
 # --------------------------------------------------------------------------------------------

@@ -103,10 +103,8 @@ def binary_advantages(
     x_arr = check_int_array("X", np.asarray(as_real_array("X", X)), lo=0)
     n_arr = check_int_array("N", np.asarray(as_real_array("N", N)), lo=1)
     rc, rw = check_rewards(r_correct, r_incorrect)
-    try:
-        x_arr, n_arr = np.broadcast_arrays(x_arr, n_arr)
-    except ValueError:
-        fail("X", f"shape {x_arr.shape}", f"broadcastable against N of shape {n_arr.shape}")
+    _broadcast("X", x_arr, "N of shape", n_arr.shape)  # refused before any allocation
+    x_arr, n_arr = np.broadcast_arrays(x_arr, n_arr)
     if (x_arr > n_arr).any():
         bad = x_arr > n_arr
         fail("X", x_arr[bad].flat[0], f"<= N = {n_arr[bad].flat[0]}")

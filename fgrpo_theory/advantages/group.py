@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import _interval, fail, format_value
+from .._validate import _interval, check_broadcast_size, fail, format_value, refuse_not_numbers
 from .conventions import AdvantageConvention, get_convention
 
 __all__ = ["group_advantages", "focal_weight", "focal_advantages"]
@@ -59,9 +59,12 @@ def _first(xp: Any, x: Any, mask: Any) -> Any:
 def as_real_array(name: str, x: Any, *, lo: float | None = None, hi: float | None = None) -> Any:
     """``x`` as a real floating array of its own namespace (NumPy for non-arrays), checked.
 
-    Refuses ragged nested lists, complex, boolean-only or non-numeric input, NaN or infinite
-    elements, and (with ``lo``/``hi``) elements outside [lo, hi], naming ``name`` and the value.
+    Refuses ragged nested lists, complex, boolean-only or non-numeric input (text, bytes, dates
+    and durations by the library's one rule, :func:`~fgrpo_theory._validate.refuse_not_numbers`),
+    NaN or infinite elements, and (with ``lo``/``hi``) elements outside [lo, hi], naming ``name``
+    and the value.
     """
+    refuse_not_numbers(name, x)
     if not _is_array(x):
         try:
             arr = np.asarray(x)
@@ -200,11 +203,18 @@ def group_advantages(
     return adv
 
 
-def _broadcast(name: str, x: Any, other_name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+def _broadcast(
+    name: str, x: Any, other_name: str, shape: tuple[int, ...], trailing: int = 1
+) -> tuple[int, ...]:
+    """The broadcast shape of ``x`` and ``shape``, refused when they do not broadcast or when
+    the result (times ``trailing`` values each: a group's N) would exceed the library's
+    broadcast bound, before anything is allocated."""
     try:
-        return tuple(np.broadcast_shapes(tuple(x.shape), shape))
+        out = tuple(np.broadcast_shapes(tuple(x.shape), shape))
     except ValueError:
         fail(name, f"shape {tuple(x.shape)}", f"broadcastable against {other_name} {shape}")
+    check_broadcast_size(name, out + (trailing,) if trailing != 1 else out)
+    return out
 
 
 def focal_weight(mu_hat: Any, gamma: Any) -> Any:
@@ -290,7 +300,7 @@ def focal_advantages(
     r = as_real_array("rewards", rewards)
     xp = _namespace(r)
     g = _like(xp, r, as_real_array("gamma", gamma, lo=0))
-    _broadcast("gamma", g, "the batch shape of rewards", tuple(r.shape[:-1]))
+    _broadcast("gamma", g, "the batch shape of rewards", tuple(r.shape[:-1]), r.shape[-1])
     if correct is None:
         rc = _pair_value("r_correct", r_correct)
         rw = _pair_value("r_incorrect", r_incorrect)
