@@ -21,6 +21,7 @@ import errno
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -79,15 +80,58 @@ def _write_all(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
+#: Names of the temporaries :func:`_create_key` and :func:`_set_aside` make (with their PID).
+_TEMP_RE = re.compile(re.escape(KEY_NAME) + r"\.(?:tmp|empty)-(\d{1,10})-[0-9a-f]{16}")
+#: Seconds after which a temporary of a process that is gone is removed.
+_TEMP_SECONDS = 60.0
+
+
+def _remove_dead_temporaries(folder: Path) -> None:
+    """Remove the key temporaries a killed process left in ``folder``: regular files of this
+    user, of at most 32 bytes, named as :func:`_create_key` names them, older than
+    :data:`_TEMP_SECONDS` and of a PID that no process has. Nothing else is touched."""
+    import time
+
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            m = _TEMP_RE.fullmatch(entry.name)
+            if m is None:
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > _KEY_BYTES:
+                    continue
+                if uid is not None and st.st_uid != uid:
+                    continue
+                if time.time() - st.st_mtime < _TEMP_SECONDS or _pid_alive(int(m.group(1))):
+                    continue
+                os.unlink(entry.path)
+
+
+def _pid_alive(pid: int) -> bool:
+    if not 0 < pid < 2**31 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _create_key(path: Path) -> tuple[bytes | None, str | None]:
     """Create the key file at ``path`` whole: ``(key, None)``; ``(None, None)`` if one exists
     already; ``(None, why)`` if the folder takes no new file.
 
     The key is written and synced to a fresh temporary (``O_CREAT | O_EXCL | O_NOFOLLOW``, mode
     0600) which is then hard-linked to ``path`` (``link`` never replaces nor follows what is
-    there) and removed: a crash never leaves a short key file. On a file system without hard
-    links the key file is created with ``O_EXCL`` and written in place, as before.
+    there) and removed: a crash never leaves a short key file (a killed process may leave its
+    temporary, removed by the next creation). On a file system without hard links the key file
+    is created with ``O_EXCL`` and written in place, as before.
     """
+    _remove_dead_temporaries(path.parent)
     key = secrets.token_bytes(_KEY_BYTES)
     tmp = path.with_name(f"{KEY_NAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}")
     try:

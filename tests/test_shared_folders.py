@@ -371,8 +371,9 @@ def test_an_empty_key_file_of_another_user_is_refused_not_replaced(tmp_path):
 
 def test_the_key_file_appears_whole_once_for_concurrent_creators(tmp_path, monkeypatch):
     """The key is written to an O_EXCL temporary, synced and hard-linked to its name: readers
-    never see it short, concurrent creators all get one key, nothing else is left; where hard
-    links are not supported it is created in place with O_EXCL, as before."""
+    never see it short, concurrent creators all get one key, nothing else is left (a killed
+    creator's temporary is removed by the next creation); where hard links are not supported it
+    is created in place with O_EXCL, as before."""
     import errno
 
     barrier = threading.Barrier(6)
@@ -390,6 +391,26 @@ def test_the_key_file_appears_whole_once_for_concurrent_creators(tmp_path, monke
     key = (tmp_path / KEY_NAME).read_bytes()
     assert len(key) == 32 and got == [(key, None)] * 6
     assert os.lstat(tmp_path / KEY_NAME).st_nlink == 1 and _hidden_but_key(tmp_path) == []
+
+    # a creator killed between writing its temporary and linking it left the temporary: the
+    # next creation removes it (old, of a PID that is gone); nothing else named alike
+    import time
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    left = crashed / f"{KEY_NAME}.tmp-{dead}-{'0' * 16}"
+    young = crashed / f"{KEY_NAME}.tmp-{dead}-{'1' * 16}"
+    live = crashed / f"{KEY_NAME}.tmp-{os.getpid()}-{'2' * 16}"
+    other = crashed / f"{KEY_NAME}.tmp-{dead}-not-ours"
+    for f in (left, young, live, other):
+        f.write_bytes(os.urandom(32))
+        if f is not young:
+            os.utime(f, (time.time() - 120, time.time() - 120))
+    got, why = folder_key(crashed)
+    assert why is None and (crashed / KEY_NAME).read_bytes() == got
+    assert not left.exists() and young.exists() and live.exists() and other.exists()
 
     def no_links(*args, **kwargs):
         raise OSError(errno.EPERM, "Operation not permitted")
