@@ -17,6 +17,7 @@ naming the option and the path.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -59,23 +60,48 @@ def check_output_path(path: str | os.PathLike[str] | None, name: str = "--output
 
 
 def _is_special(path: Path) -> bool:
-    """A device, FIFO or socket (``/dev/null``, ``/dev/stdout``): written in place, not renamed.
+    """Whether ``path`` is written in place, not renamed over: a device (``/dev/null``; only root
+    makes devices), or a FIFO or socket under ``/dev`` or ``/proc`` (``/dev/stdout``,
+    ``/dev/fd/63`` of a shell's ``>(...)``) or owned by the user (a FIFO the user made).
 
-    A symlink counts only under ``/dev`` or ``/proc`` (``/dev/stdout``): one elsewhere (planted in
-    a shared folder) is replaced by the result, never written through.
+    A symlink counts only under ``/dev`` or ``/proc``: one elsewhere (planted in a shared folder)
+    is replaced by the result, never written through. So is another user's FIFO or socket
+    outside ``/dev`` and ``/proc`` (planted at the output path: writing into it would wait for
+    its reader, or hand it the result), like a regular file of theirs.
     """
     try:
-        mode = os.lstat(path).st_mode
+        st = os.lstat(path)
     except OSError:
         return False
-    if stat.S_ISLNK(mode):
-        if not str(Path(os.path.abspath(path))).startswith(_DEVICE_ROOTS):
+    system = str(Path(os.path.abspath(path))).startswith(_DEVICE_ROOTS)
+    if stat.S_ISLNK(st.st_mode):
+        if not system:
             return False
         try:
-            mode = os.stat(path).st_mode
+            st = os.stat(path)
         except OSError:
             return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    mode = st.st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return False
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or system:
+        return True
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
+def _open_fifo(target: Path, shown: Any, name: str) -> int:
+    """A descriptor open for writing on ``target`` if it is a FIFO (-1 otherwise), opened
+    without blocking: refused in one line when no process reads it (it would wait forever).
+    Kept open while the writer opens the path itself, so that the reader never sees an end of
+    file in between."""
+    try:
+        if not stat.S_ISFIFO(os.stat(target).st_mode):
+            return -1
+        return os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            fail(name, str(shown), "a FIFO that a process reads (none reads this one)")
+        fail(name, str(shown), f"a writable path ({_describe(e)})")
 
 
 def _tag(key: bytes | None, text: str) -> str:
@@ -127,10 +153,14 @@ def atomic_path(
     target = check_output_path(path, name)
     assert target is not None
     if _is_special(target):
+        probe = _open_fifo(target, path, name)
         try:
             yield target
         except OSError as e:
             fail(name, str(path), f"a writable path ({_describe(e)})")
+        finally:
+            if probe >= 0:
+                os.close(probe)
         return
     # the writer opens the path (and may replace the file, as save_figure does): only its kind
     # is checked before the rename, a regular file and never a symlink

@@ -1,23 +1,27 @@
 """Keys that authenticate what this tool wrote in a folder (private; sweeps and caches use it).
 
 A folder that holds results (a sweep's ``--out``, the figure-table cache) gets a key file
-``.fgrpo-theory.key``: 32 random bytes, created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode
-0600, so only the user who created it can read it. Every result written there carries
+``.fgrpo-theory.key``: 32 random bytes, written and synced to a temporary created with ``O_CREAT |
+O_EXCL | O_NOFOLLOW`` and mode 0600, then hard-linked to that name (so it appears whole, and is
+readable only by the user who created it). Every result written there carries
 :func:`keyed_digest` values under that key (of its metadata and of its rows), and temporary files
 carry a tag under it. Anyone else can write files into a shared folder, but not files whose
 digests verify: a forged, relabelled or edited result is recomputed, never reused.
 
 A key file that is not a regular file owned by the current user, readable by nobody else, of
 exactly 32 bytes and with one link, is not used: :func:`folder_key` returns None with the reason,
-and the caller then trusts nothing in the folder (it recomputes, and says so in one line).
+and the caller then trusts nothing in the folder (it recomputes, and says so in one line). It is
+opened without following a symlink and without blocking (a FIFO planted there never hangs).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -32,6 +36,28 @@ _SHORT = f"it is not a {_KEY_BYTES}-byte key"
 _KEY_WRITE_SECONDS = 5.0
 
 
+_LINKS = "it has other hard links"
+#: errno values of ``link`` on a file system without hard links.
+_NO_LINKS = {getattr(errno, n) for n in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "EXDEV", "EMLINK")
+             if hasattr(errno, n)}  # fmt: skip
+#: Flags that open an existing key file: never through a symlink, never blocking (a FIFO planted
+#: under the name returns at once and is then refused as not a regular file).
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_CREATE_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
 def _check_key_fd(fd: int) -> str | None:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -41,74 +67,193 @@ def _check_key_fd(fd: int) -> str | None:
     if st.st_mode & 0o077:
         return "other users can read or write it"
     if st.st_nlink != 1:
-        return "it has other hard links"
+        return _LINKS
     if st.st_size != _KEY_BYTES:
         return _SHORT
     return None
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+#: Names of the temporaries :func:`_create_key` and :func:`_set_aside` make (with their PID).
+_TEMP_RE = re.compile(re.escape(KEY_NAME) + r"\.(?:tmp|empty)-(\d{1,10})-[0-9a-f]{16}")
+#: Seconds after which a temporary of a process that is gone is removed.
+_TEMP_SECONDS = 60.0
+
+
+def _remove_dead_temporaries(folder: Path) -> None:
+    """Remove the key temporaries a killed process left in ``folder``: regular files of this
+    user, of at most 32 bytes, named as :func:`_create_key` names them, older than
+    :data:`_TEMP_SECONDS` and of a PID that no process has. Nothing else is touched."""
+    import time
+
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            m = _TEMP_RE.fullmatch(entry.name)
+            if m is None:
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > _KEY_BYTES:
+                    continue
+                if uid is not None and st.st_uid != uid:
+                    continue
+                if time.time() - st.st_mtime < _TEMP_SECONDS or _pid_alive(int(m.group(1))):
+                    continue
+                os.unlink(entry.path)
+
+
+def _pid_alive(pid: int) -> bool:
+    if not 0 < pid < 2**31 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _create_key(path: Path) -> tuple[bytes | None, str | None]:
+    """Create the key file at ``path`` whole: ``(key, None)``; ``(None, None)`` if one exists
+    already; ``(None, why)`` if the folder takes no new file.
+
+    The key is written and synced to a fresh temporary (``O_CREAT | O_EXCL | O_NOFOLLOW``, mode
+    0600) which is then hard-linked to ``path`` (``link`` never replaces nor follows what is
+    there) and removed: a crash never leaves a short key file (a killed process may leave its
+    temporary, removed by the next creation). On a file system without hard links the key file
+    is created with ``O_EXCL`` and written in place, as before.
+    """
+    _remove_dead_temporaries(path.parent)
+    key = secrets.token_bytes(_KEY_BYTES)
+    tmp = path.with_name(f"{KEY_NAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}")
+    try:
+        fd = os.open(tmp, _CREATE_FLAGS, 0o600)
+    except OSError as e:
+        return None, f"its key file {path} cannot be created ({e.strerror or e})"
+    try:
+        try:
+            _write_all(fd, key)
+        finally:
+            os.close(fd)
+        os.link(tmp, path, follow_symlinks=False)
+        return key, None
+    except FileExistsError:
+        return None, None
+    except NotImplementedError:
+        return _create_in_place(path, key)
+    except OSError as e:
+        if e.errno in _NO_LINKS:
+            return _create_in_place(path, key)
+        return None, f"its key file {path} cannot be written ({e.strerror or e})"
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _create_in_place(path: Path, key: bytes) -> tuple[bytes | None, str | None]:
+    try:
+        fd = os.open(path, _CREATE_FLAGS, 0o600)
+    except FileExistsError:
+        return None, None
+    except OSError as e:
+        return None, f"its key file {path} cannot be created ({e.strerror or e})"
+    try:
+        _write_all(fd, key)
+    except OSError as e:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None, f"its key file {path} cannot be written ({e.strerror or e})"
+    os.close(fd)
+    return key, None
+
+
+def _set_aside(path: Path, st: os.stat_result) -> bool:
+    """Remove the empty key file ``path`` left by a crash, if it is still the file ``st`` (moved
+    aside first, so that a key another process has just put there is put back, never lost)."""
+    aside = path.with_name(f"{KEY_NAME}.empty-{os.getpid()}-{secrets.token_hex(8)}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return True  # another process removed it first
+    except OSError:
+        return False
+    try:
+        now = os.lstat(aside)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or now.st_size:
+            with contextlib.suppress(OSError):
+                os.link(aside, path, follow_symlinks=False)  # not ours to remove: put it back
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        aside.unlink()
+    return True
+
+
 def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None]:
     """``(key, None)``: the folder's key, created if missing; ``(None, why)`` if there is a key
-    file this tool cannot trust, or the folder takes no new file.
+    file this tool cannot trust, or the folder takes no new file. Never blocks: a FIFO, socket
+    or device under the key's name is refused at once, in one line.
 
-    Another process may have just created the key file and not yet written its 32 bytes (it is
-    created empty with ``O_EXCL``, then written): a short key file younger than
-    :data:`_KEY_WRITE_SECONDS` is read again until it is whole, for up to that long. (Refusing
-    it at once made the second of two sweeps started together on a new folder trust none of
-    the first one's results, and compute a config the first had finished: seen in CI.)
+    Another process may be creating the key file (an older version created it empty with
+    ``O_EXCL``, then wrote it; this one links a whole temporary to it, which has two links for
+    an instant): a short or doubly linked key file younger than :data:`_KEY_WRITE_SECONDS` is
+    read again until it is whole, for up to that long. (Refusing it at once made the second of
+    two sweeps started together on a new folder trust none of the first one's results, and
+    compute a config the first had finished: seen in CI.) An empty key file of this user that
+    nobody is writing (older than that, or still empty after waiting), which a crash between
+    its creation and its write leaves, is replaced by a new key.
     """
     import time
 
     path = Path(folder) / KEY_NAME
-    nofollow = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     deadline = time.monotonic() + _KEY_WRITE_SECONDS
-    gone = 0
+    gone = replaced = 0
     while True:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
-        except FileExistsError:
-            pass
-        except OSError as e:
-            return None, f"its key file {path} cannot be created ({e.strerror or e})"
-        else:
-            key = secrets.token_bytes(_KEY_BYTES)
-            try:
-                os.write(fd, key)
-            except OSError as e:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                return None, f"its key file {path} cannot be written ({e.strerror or e})"
-            os.close(fd)
-            return key, None
-        try:
-            fd = os.open(path, os.O_RDONLY | nofollow)
+            fd = os.open(path, _OPEN_FLAGS)
         except FileNotFoundError:
             gone += 1
-            if gone < 3:
-                continue  # removed meanwhile: create it again
-            return None, f"its key file {path} could not be read"
+            if gone > 3:
+                return None, f"its key file {path} could not be read"
+            key, why = _create_key(path)
+            if key is not None or why is not None:
+                return key, why
+            continue  # created meanwhile by another process: read it
         except OSError as e:
             return None, f"its key file {path} cannot be opened ({e.strerror or e})"
         try:
             why = _check_key_fd(fd)
             st = os.fstat(fd)
-            # only its size is wrong, and it is new: its creator is writing it
-            being_written = (
-                why == _SHORT
-                and st.st_size < _KEY_BYTES
-                and time.time() - st.st_mtime < _KEY_WRITE_SECONDS
-            )
             if why is None:
                 key = os.read(fd, _KEY_BYTES + 1)
                 if len(key) == _KEY_BYTES:
                     return key, None
-                being_written = True  # shorter than when checked: read it again
+                why = _SHORT  # shorter than when checked: read it again
         finally:
             os.close(fd)
-        if not being_written:
+        young = time.time() - st.st_mtime < _KEY_WRITE_SECONDS
+        late = time.monotonic() > deadline
+        # only its size or its link count is wrong, and it is new: its creator is writing it
+        being_written = (why == _SHORT and st.st_size < _KEY_BYTES) or (
+            why == _LINKS and st.st_nlink == 2 and st.st_size == _KEY_BYTES
+        )
+        if why == _SHORT and st.st_size == 0 and (late or not young) and replaced < 3:
+            replaced += 1  # left empty by a crash: replace it by a new key
+            if _set_aside(path, st):
+                gone = 0
+                continue
+        if not (being_written and young):
             return None, f"its key file {path} is not this user's private key ({why})"
-        if time.monotonic() > deadline:
+        if late:
             return None, f"its key file {path} is not this user's private key (it is incomplete)"
         time.sleep(0.01)
 
@@ -122,10 +267,50 @@ def keyed_digest(key: bytes, *parts: str | bytes) -> str:
     return h.hexdigest()[:32]
 
 
+def _foreign_link(p: Path, uid: int) -> str | None:
+    """Why a symlink met while resolving ``p`` (as the kernel does, component by component,
+    through the targets of links too) belongs to a user other than ``uid`` or root; else None.
+    Such a link can be retargeted by its owner, whatever the folder it is in."""
+    todo = list(reversed(p.parts[1:]))
+    cur = Path(p.anchor)
+    hops = 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            cur = cur.parent
+            continue
+        nxt = cur / part
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            return None  # the rest does not exist: nothing more is followed
+        if not stat.S_ISLNK(st.st_mode):
+            cur = nxt
+            continue
+        if st.st_uid not in (0, uid):
+            return f"{nxt}, a symlink on the way to {p}, belongs to another user"
+        hops += 1
+        if hops > 40:
+            return f"{p} is reached through too many symlinks"
+        try:
+            target = Path(os.readlink(nxt))
+        except OSError as e:
+            return f"{nxt} cannot be read ({e.strerror or e})"
+        if target.is_absolute():
+            cur = Path(target.anchor)
+            todo.extend(reversed(target.parts[1:]))
+        else:
+            todo.extend(reversed(target.parts))
+    return None
+
+
 def owned_private_dir(path: str | os.PathLike[str]) -> str | None:
     """None if ``path`` is a folder (not a symlink) owned by the current user that no other user
-    can write, nor any folder above it up to the first one owned by root or the user with the
-    sticky bit; else the reason it is not."""
+    can write, nor any folder above it (as written, and as resolved) up to the first one owned
+    by root or the user with the sticky bit, and if every symlink on the way to it belongs to
+    the user or root; else the reason it is not."""
     p = Path(os.path.abspath(path))
     try:
         st = os.lstat(p)
@@ -138,11 +323,15 @@ def owned_private_dir(path: str | os.PathLike[str]) -> str | None:
         return f"{p} belongs to another user"
     if st.st_mode & 0o022:
         return f"other users can write to {p}"
-    for parent in p.parents:
+    why = _foreign_link(p, uid)
+    if why is not None:
+        return why
+    real = Path(os.path.realpath(p))
+    for parent in dict.fromkeys([*p.parents, *real.parents]):
         try:
             pst = os.stat(parent)
         except OSError:
-            break
+            continue
         if pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX:
             return f"other users can write to {parent}, which holds it"
         if pst.st_uid not in (0, uid):

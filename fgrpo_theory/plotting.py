@@ -211,17 +211,26 @@ def _render(fig: Figure, fmt: str, dpi: int) -> bytes:
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:
-    """Whether ``path`` is a regular file (not a symlink) holding exactly ``data``."""
+    """Whether ``path`` is a regular file (not a symlink) holding exactly ``data``: opened
+    without following a symlink and without blocking (a FIFO put there meanwhile is not read)."""
     import os
     import stat
 
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
-            return False
-        return path.read_bytes() == data
+        fd = os.open(path, flags | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+            return False
+        with open(os.dup(fd), "rb") as fh:
+            return fh.read(len(data) + 1) == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def save_figure(

@@ -296,3 +296,238 @@ def test_a_key_file_being_written_by_another_process_is_waited_for(tmp_path):
     got, why = folder_key(old)
     assert got is None and "not a 32-byte key" in why
     assert time.monotonic() - t0 < 0.5
+
+
+# --- issue 26, round two: special files and crashes in shared folders -----------------------
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _run(code: str, timeout: float = 60):
+    """Run ``code`` in a fresh interpreter; None if it had to be killed (it hung)."""
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _hidden_but_key(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name != KEY_NAME)
+
+
+def test_an_empty_key_file_left_by_a_crash_is_replaced(tmp_path, monkeypatch):
+    """A process killed between creating the key file and writing it left 0 bytes: it was
+    refused forever as 'not a 32-byte key'. Now an empty key file of this user that nobody is
+    writing is replaced by a whole new key; a short non-empty one is still refused."""
+    import time
+
+    from fgrpo_theory import _trust
+
+    key = tmp_path / KEY_NAME
+    key.write_bytes(b"")
+    os.chmod(key, 0o600)
+    os.utime(key, (time.time() - 60, time.time() - 60))  # the crash was a minute ago
+    t0 = time.monotonic()
+    got, why = folder_key(tmp_path)
+    assert why is None and len(got) == 32 and time.monotonic() - t0 < 1.0
+    st = os.lstat(key)
+    assert key.read_bytes() == got and st.st_nlink == 1 and st.st_mode & 0o777 == 0o600
+    assert folder_key(tmp_path) == (got, None)  # the same key from now on
+    assert _hidden_but_key(tmp_path) == []  # no temporary, no file set aside, left behind
+    # a fresh empty one is waited for (its creator may be writing it), then replaced
+    monkeypatch.setattr(_trust, "_KEY_WRITE_SECONDS", 0.3)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / KEY_NAME).write_bytes(b"")
+    os.chmod(fresh / KEY_NAME, 0o600)
+    t0 = time.monotonic()
+    got, why = folder_key(fresh)
+    assert why is None and (fresh / KEY_NAME).read_bytes() == got
+    assert 0.25 < time.monotonic() - t0 < 2.0
+    # an empty key file readable by others is not this user's private key: refused, kept
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / KEY_NAME).write_bytes(b"")
+    os.chmod(other / KEY_NAME, 0o644)
+    got, why = folder_key(other)
+    assert got is None and "other users can read" in why and (other / KEY_NAME).exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="planting another user's file needs root (chown)")
+def test_an_empty_key_file_of_another_user_is_refused_not_replaced(tmp_path):
+    import time
+
+    key = tmp_path / KEY_NAME
+    key.write_bytes(b"")
+    os.chmod(key, 0o600)
+    os.chown(key, 65534, 65534)
+    os.utime(key, (time.time() - 60, time.time() - 60))
+    got, why = folder_key(tmp_path)
+    assert got is None and "belongs to another user" in why and "\n" not in why
+    assert os.lstat(key).st_uid == 65534 and key.read_bytes() == b""
+
+
+def test_the_key_file_appears_whole_once_for_concurrent_creators(tmp_path, monkeypatch):
+    """The key is written to an O_EXCL temporary, synced and hard-linked to its name: readers
+    never see it short, concurrent creators all get one key, nothing else is left (a killed
+    creator's temporary is removed by the next creation); where hard links are not supported it
+    is created in place with O_EXCL, as before."""
+    import errno
+
+    barrier = threading.Barrier(6)
+    got = []
+
+    def create():
+        barrier.wait()
+        got.append(folder_key(tmp_path))
+
+    threads = [threading.Thread(target=create) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    key = (tmp_path / KEY_NAME).read_bytes()
+    assert len(key) == 32 and got == [(key, None)] * 6
+    assert os.lstat(tmp_path / KEY_NAME).st_nlink == 1 and _hidden_but_key(tmp_path) == []
+
+    # a creator killed between writing its temporary and linking it left the temporary: the
+    # next creation removes it (old, of a PID that is gone); nothing else named alike
+    import time
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    left = crashed / f"{KEY_NAME}.tmp-{dead}-{'0' * 16}"
+    young = crashed / f"{KEY_NAME}.tmp-{dead}-{'1' * 16}"
+    live = crashed / f"{KEY_NAME}.tmp-{os.getpid()}-{'2' * 16}"
+    other = crashed / f"{KEY_NAME}.tmp-{dead}-not-ours"
+    for f in (left, young, live, other):
+        f.write_bytes(os.urandom(32))
+        if f is not young:
+            os.utime(f, (time.time() - 120, time.time() - 120))
+    got, why = folder_key(crashed)
+    assert why is None and (crashed / KEY_NAME).read_bytes() == got
+    assert not left.exists() and young.exists() and live.exists() and other.exists()
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    got, why = folder_key(plain)
+    assert why is None and (plain / KEY_NAME).read_bytes() == got
+    assert _hidden_but_key(plain) == []
+
+
+def test_a_fifo_as_the_key_file_is_refused_in_one_line_at_once(tmp_path):
+    os.mkfifo(tmp_path / KEY_NAME)
+    res = _run(
+        f"from fgrpo_theory._trust import folder_key; print(folder_key({str(tmp_path)!r})[1])",
+        timeout=20,
+    )
+    assert res is not None and res.returncode == 0, res and res.stderr
+    assert "not a regular file" in res.stdout and res.stdout.count("\n") == 1
+
+
+def test_a_fifo_as_a_lock_is_no_lock_and_never_waited_for(tmp_path, monkeypatch, capfd):
+    """A FIFO planted under a lock's name hung the sweep (opened to read its record). It is no
+    lock of this tool: moved aside at once; if it cannot be moved, the config is computed
+    without a lock, with one line on stderr (waiting for it would never end)."""
+    from fgrpo_theory.sim import locks
+
+    lock = tmp_path / ".0123456789abcdef.lock"
+    os.mkfifo(lock)
+    res = _run(
+        "from pathlib import Path; from fgrpo_theory.sim.locks import _lock_state, _try_lock; "
+        f"p = Path({str(lock)!r}); print(_lock_state(p)); print(_try_lock(p))",
+        timeout=20,
+    )
+    assert res is not None and res.returncode == 0, res and res.stderr
+    assert locks.NOT_A_LOCK in res.stdout and res.stdout.endswith("True\n")
+    assert lock.is_file() and locks._read_lock(lock)[1] is not None  # the child's record
+    assert _hidden_but_key(tmp_path) == [lock.name]  # the FIFO was removed, the lock taken
+    lock.unlink()
+    os.mkfifo(lock)
+
+    def refused(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(locks.os, "replace", refused)
+    capfd.readouterr()
+    assert locks._try_lock(lock) and locks._try_lock(lock)
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and str(lock) in err and "not a lock of this tool" in err
+    assert locks._read_lock(lock) == (b"", None)
+
+
+def test_a_sweep_with_a_fifo_as_a_lock_finishes(tmp_path):
+    cfgs = expand_grid(SMALL)
+    os.mkfifo(tmp_path / f".{config_hash(cfgs[0])}.lock")
+    res = _run(
+        "from fgrpo_theory.sim import run_sweep; "
+        f"df = run_sweep({SMALL!r}, {str(tmp_path)!r}, progress=False); print(len(df))",
+        timeout=240,
+    )
+    assert res is not None, "the sweep waited for a FIFO planted as a lock"
+    assert res.returncode == 0, res.stderr
+    assert all((tmp_path / f"{config_hash(c)}.parquet").is_file() for c in cfgs)
+
+
+_FIG = (
+    "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
+    "from fgrpo_theory.plotting import save_figure; fig, ax = plt.subplots(); "
+)
+
+
+def test_save_figure_into_a_fifo_of_ones_own_needs_a_reader(tmp_path):
+    """A FIFO the user made is written in place (as before), but only when a process reads it:
+    with none, one line at once instead of waiting forever."""
+    fifo = tmp_path / "fig.png"
+    os.mkfifo(fifo)
+    code = _FIG + f"save_figure(fig, {str(tmp_path / 'fig')!r}, formats='png', dpi=200)"
+    res = _run(code, timeout=40)
+    assert res is not None, "save_figure waited for a reader of its FIFO"
+    assert res.returncode == 1 and "none reads this one" in res.stderr
+    assert "ValueError: stem" in res.stderr.strip().splitlines()[-1]
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    res = _run(code, timeout=40)
+    reader.join(timeout=40)
+    assert res is not None and res.returncode == 0, res and res.stderr
+    assert got and got[0].startswith(b"\x89PNG") and len(got[0]) > 1000
+    assert fifo.is_fifo()  # written in place, never replaced
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a symlink owned by another user needs root (chown -h)")
+def test_a_cache_folder_is_refused_if_any_symlink_on_the_way_is_foreign(tmp_path):
+    """Every symlink met on the way (also inside a link's target) must be the user's or root's;
+    and the folders holding the resolved folder are checked as well as those written."""
+    real = tmp_path / "private"
+    (real / "numba").mkdir(parents=True, mode=0o700)
+    os.chmod(real, 0o700)
+    sticky = tmp_path / "shared"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    mine = sticky / "mine"
+    mine.symlink_to(real)
+    assert owned_private_dir(mine / "numba") is None  # the user's own link, in a sticky folder
+    theirs = sticky / "theirs"
+    theirs.symlink_to(real)
+    os.chown(theirs, 65534, 65534, follow_symlinks=False)
+    chain = sticky / "chain"
+    chain.symlink_to("theirs")  # the user's link to another user's link
+    for p in (theirs / "numba", chain / "numba"):
+        why = owned_private_dir(p)
+        assert why is not None and str(theirs) in why and "another user" in why
+    open_dir = tmp_path / "open"
+    (open_dir / "numba" / "sub").mkdir(parents=True, mode=0o700)
+    os.chmod(open_dir, 0o777)  # anyone can rename numba away
+    via = tmp_path / "via"
+    via.symlink_to(open_dir / "numba")  # the folders as written look private
+    why = owned_private_dir(via / "sub")
+    assert why is not None and f"other users can write to {open_dir}," in why

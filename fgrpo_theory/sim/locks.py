@@ -6,8 +6,12 @@ a symlink. Another sweep waits for it, and takes it over when it is stale: not r
 :data:`LOCK_TTL` seconds (the holder touches its locks every :data:`LOCK_HEARTBEAT` seconds),
 holding no record of this tool for more than :data:`LOCK_GRACE` seconds, or naming a process on
 this host that is gone (or whose PID now belongs to another process, or this very process
-without being one of its locks). Used by :func:`fgrpo_theory.sim.sweep.run_configs`; split from
-:mod:`fgrpo_theory.sim.sweep` (file safety and resume stay there).
+without being one of its locks). A lock that is not a regular file (a FIFO, socket, folder or
+symlink planted under its name) is no lock of this tool: it is never opened in a way that could
+block, and it is moved aside at once; if it cannot be (another user's, in a sticky folder), its
+config is computed without a lock, with one line on stderr. Used by
+:func:`fgrpo_theory.sim.sweep.run_configs`; split from :mod:`fgrpo_theory.sim.sweep` (file
+safety and resume stay there).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import json
 import os
 import secrets
 import socket
+import stat
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -58,15 +64,29 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+#: Flags that open a lock to read it: never through a symlink, never blocking (a FIFO planted
+#: under a lock's name returns at once, and is then not read: it is not a regular file).
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+#: Who holds a lock that is not a regular file (this tool only ever creates regular files).
+NOT_A_LOCK = "nobody: it is not a regular file, so not a lock of this tool"
+
+
 def _read_lock(lock: Path) -> tuple[bytes, dict[str, Any] | None]:
-    """The raw bytes (at most 4 KiB, never through a symlink) and the record of a lock, or
-    ``(raw, None)`` if it holds no record of this tool."""
+    """The raw bytes (at most 4 KiB, never through a symlink, never from anything but a regular
+    file, never blocking) and the record of a lock, or ``(raw, None)`` if it holds no record of
+    this tool."""
     try:
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(lock, _READ_FLAGS)
     except OSError:
         return b"", None
     try:
-        raw = os.read(fd, 4097)
+        raw = os.read(fd, 4097) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         raw = b""
     finally:
@@ -102,6 +122,8 @@ def _lock_state(lock: Path) -> tuple[bool, str, bytes]:
     process of this host that is gone, whose PID was reused since (another start time), or that
     is this very process without being one of its locks.
     """
+    if not _regular_or_missing(lock):
+        return True, NOT_A_LOCK, b""
     raw, rec = _read_lock(lock)
     age = time.time() - _mtime(lock)
     if age > LOCK_TTL:
@@ -130,17 +152,24 @@ def _try_lock(lock: Path) -> bool:
                 lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644
             )
         except FileExistsError:
-            stale, _, raw = _lock_state(lock)
+            stale, holder, raw = _lock_state(lock)
             if not stale:
                 return False
+            foreign = holder == NOT_A_LOCK
             moved = lock.with_name(f"{lock.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
             try:
                 os.replace(lock, moved)
             except FileNotFoundError:
                 continue  # someone else took it over first: try again
-            except OSError:
-                return False
-            if _read_lock(moved)[0] != raw:  # raced: we moved a fresh lock, put it back
+            except OSError as e:
+                if _regular_or_missing(lock):
+                    return False
+                # a FIFO, socket, device, folder or symlink of another user in a sticky folder:
+                # no process holds it and it cannot be moved; waiting for it would never end
+                _not_a_lock(lock, e)
+                return True
+            if _regular_or_missing(moved) if foreign else _read_lock(moved)[0] != raw:
+                # raced: we moved a fresh lock, put it back
                 with contextlib.suppress(OSError):
                     os.replace(moved, lock)
                 return False
@@ -162,6 +191,27 @@ def _try_lock(lock: Path) -> bool:
             f.write(json.dumps(record) + "\n")
         return True
     return False
+
+
+def _regular_or_missing(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(p).st_mode)
+    except OSError:
+        return True
+
+
+#: Locks already reported by :func:`_not_a_lock` (one line each per process).
+_REPORTED: set[str] = set()
+
+
+def _not_a_lock(lock: Path, e: OSError) -> None:
+    if str(lock) not in _REPORTED:
+        _REPORTED.add(str(lock))
+        print(
+            f"fgrpo-theory: {lock} is not a lock of this tool (not a regular file) and cannot "
+            f"be moved aside ({e.strerror or e}); computing its config without a lock",
+            file=sys.stderr,
+        )
 
 
 def _mtime(p: Path) -> float:
