@@ -61,8 +61,9 @@ def check_output_path(path: str | os.PathLike[str] | None, name: str = "--output
 
 def _is_special(path: Path) -> bool:
     """Whether ``path`` is written in place, not renamed over: a device (``/dev/null``; only root
-    makes devices), or a FIFO or socket under ``/dev`` or ``/proc`` (``/dev/stdout``,
-    ``/dev/fd/63`` of a shell's ``>(...)``) or owned by the user (a FIFO the user made).
+    makes devices), anything but a folder under ``/dev`` or ``/proc`` (``/dev/stdout``, also when
+    the shell redirected it to a regular file, ``/dev/fd/63`` of a shell's ``>(...)``: a rename
+    there would replace the link itself), or a FIFO or socket the user owns (one the user made).
 
     A symlink counts only under ``/dev`` or ``/proc``: one elsewhere (planted in a shared folder)
     is replaced by the result, never written through. So is another user's FIFO or socket
@@ -82,9 +83,13 @@ def _is_special(path: Path) -> bool:
         except OSError:
             return False
     mode = st.st_mode
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+    if stat.S_ISDIR(mode):
         return False
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or system:
+    if system:  # never renamed over: /dev/stdout redirected to a file resolves to a regular file
+        return True
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return True
     return not hasattr(os, "getuid") or st.st_uid == os.getuid()
 

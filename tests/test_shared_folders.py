@@ -112,6 +112,26 @@ def test_output_file_replaces_a_symlink_but_devices_are_written_in_place(tmp_pat
     write_atomic("/dev/null", "x")  # a device: written in place, never renamed over
 
 
+def test_a_system_link_to_a_regular_file_is_written_through_not_replaced(tmp_path, monkeypatch):
+    """``--output /dev/stdout`` with stdout redirected to a file: /dev/stdout is a link that
+    resolves to a regular file. It is written through, never renamed over (as root, the rename
+    replaced the link /dev/stdout itself). A stand-in folder plays /dev, so a failure here harms
+    nothing."""
+    from fgrpo_theory import _io
+
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    redirected = tmp_path / "redirected.csv"
+    redirected.write_text("old\n")
+    stdout = dev / "stdout"
+    stdout.symlink_to(redirected)
+    monkeypatch.setattr(_io, "_DEVICE_ROOTS", (str(dev) + "/",))
+    _io.write_atomic(stdout, "a,b\n")
+    assert stdout.is_symlink() and os.readlink(stdout) == str(redirected)
+    assert redirected.read_text() == "a,b\n"
+    assert sorted(p.name for p in dev.iterdir()) == ["stdout"]
+
+
 def _forge(path, df, meta_from):
     """Rewrite ``path`` with ``df`` and the stored metadata of ``meta_from``, its plain rows
     digest recomputed as an attacker could (the old, unkeyed digest)."""
