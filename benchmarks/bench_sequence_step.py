@@ -99,9 +99,12 @@ def _trl_run(own_generation: bool):
 
 
 def main() -> int:
+    # before torch: the CPU kernels a fgrpo-theory run uses (fgrpo_theory.sequence._isa)
+    isa = importlib.import_module("fgrpo_theory.sequence._isa")
     import torch
 
     torch.set_num_threads(1)
+    print(f"# torch CPU kernels: {isa.label()} (both sides)")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     header("one RL step, quick preset's model, B = 8 x N = 8, L = 7 (torch 1 thread, float32)")
     if importlib.util.find_spec("trl") is None:
