@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import check_array, check_broadcastable, fail, format_value
+from ._validate import (
+    check_array,
+    check_broadcast_size,
+    check_broadcastable,
+    fail,
+    format_value,
+)
 
 if TYPE_CHECKING:  # pandas is imported only if the caller passes a Series
     import pandas as pd
@@ -340,6 +346,9 @@ def _check_modes(
         np.broadcast_shapes(N_arr.shape, mu_arr.shape, total.shape)
     except ValueError:
         fail("taus", f"shape {t.shape}", "broadcastable with N and mu over all but its last axis")
+    # the per-mode terms of expected_missed_modes hold every mode of every broadcast (N, mu)
+    last = t.shape[-1:] if not strict_sum else (1,)
+    check_broadcast_size("taus", (*N_arr.shape, 1), (*mu_arr.shape, 1), (*total.shape, *last))
     total_b, mu_b = np.broadcast_arrays(total, mu_arr)
     bad = (total_b >= mu_b) if strict_sum else (total_b > mu_b)
     if bad.any():

@@ -268,6 +268,25 @@ def test_broadcast_refusals_are_the_shared_rule(call, rule):
     assert not hasattr(tm, "_check_broadcast")
 
 
+def test_modes_refuse_a_broadcast_past_the_limit_before_allocating(monkeypatch):
+    """expected_missed_modes holds one term per mode of every broadcast (N, mu): N (20, 1)
+    against mu (20,) and 2 modes is 800 values, refused by the shared size rule with the limit
+    lowered to 100 (the same inputs at 10 x 10 pass; all_modes_missed_probability holds no
+    per-mode terms, so 2 modes count once)."""
+    import fgrpo_theory._validate as validate
+
+    monkeypatch.setattr(validate, "MAX_BROADCAST", 100)
+    N20, mu20 = np.arange(1, 21)[:, None], np.full(20, 0.5)
+    for f in (expected_missed_modes, all_modes_missed_probability):
+        with pytest.raises(ValueError, match=r"^taus must be inputs that broadcast to at most 100"):
+            f(N20, mu20, [0.01, 0.02])
+    N10, mu10 = np.arange(1, 11)[:, None], np.full(10, 0.5)
+    with pytest.raises(ValueError, match=r"shape \(10, 10, 2\) \(200 values\)"):
+        expected_missed_modes(N10, mu10, [0.01, 0.02])
+    assert expected_missed_modes(N10, mu10, [0.01]).shape == (10, 10)
+    assert all_modes_missed_probability(N10, mu10, [0.01, 0.02]).shape == (10, 10)
+
+
 def test_doctests():
     result = doctest.testmod(tm, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 6 and result.failed == 0
