@@ -38,6 +38,7 @@ __all__ = [
     "index_ranges",
     "parse_int_list",
     "parse_float_list",
+    "check_float_text",
     "parse_group",
     "parse_pair",
 ]
