@@ -155,24 +155,35 @@ def _lazy_attribute(module: str, attr: str, roots: Roots) -> bool:
 def _bound_names(path: Path) -> frozenset[str]:
     """Names a module's own top-level statements bind (assignments, definitions, imports,
     including those under ``if`` / ``try`` / ``with``; not what a ``__getattr__`` returns, nor
-    an annotation without a value, ``x: int``, which binds nothing)."""
+    an annotation without a value, ``x: int``, which binds nothing). Statements are read in
+    source order and a top-level ``del x`` (also under ``if`` / ``try``: it may run) unbinds
+    ``x`` unless a later statement binds it again."""
     names: set[str] = set()
-    todo = list(ast.parse(path.read_bytes(), filename=str(path)).body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update(a.asname or a.name.partition(".")[0] for a in node.names)
-        elif isinstance(node, ast.AnnAssign) and node.value is None:
-            continue
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                for sub in getattr(node, field, []):
-                    todo.extend(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update(a.asname or a.name.partition(".")[0] for a in node.names)
+            elif isinstance(node, ast.AnnAssign) and node.value is None:
+                continue
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.Delete):
+                names.difference_update(
+                    n.id
+                    for t in node.targets
+                    for n in ast.walk(t)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)
+                )
+            elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+                for field in ("body", "handlers", "orelse", "finalbody"):  # source order
+                    for sub in getattr(node, field, []):
+                        walk(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
+
+    walk(ast.parse(path.read_bytes(), filename=str(path)).body)
     return frozenset(names)
 
 

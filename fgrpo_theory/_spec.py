@@ -38,6 +38,7 @@ __all__ = [
     "index_ranges",
     "parse_int_list",
     "parse_float_list",
+    "check_float_text",
     "parse_group",
     "parse_pair",
 ]
@@ -99,13 +100,35 @@ def _int(token: str, name: str, item: str, what: str) -> int:
 
 def _float(token: str, name: str, item: str, what: str, infinite: str = "a finite number") -> float:
     """``float(token)``, or fail naming ``item``: ``what`` if it is no number, ``infinite`` if it
-    is not finite."""
+    is not finite, :func:`check_float_text`'s refusal if it underflows."""
     try:
         value = float(token)
     except ValueError:
         fail(name, item, what)
     if not math.isfinite(value):
         fail(name, item, infinite)
+    return check_float_text(token, value, name, item)
+
+
+def _nonzero_mantissa(token: str) -> bool:
+    """Whether the digits of ``token`` before its exponent are not all zero."""
+    mantissa = re.split(r"[eE]", token.strip(), maxsplit=1)[0]
+    try:
+        return float(mantissa) != 0.0
+    except ValueError:
+        return False
+
+
+def check_float_text(token: str, value: float, name: str, item: str | None = None) -> float:
+    """``value`` (``float(token)``), refused naming ``name`` and showing the text (``item``,
+    default ``token``), not the number, where float64 cannot hold what was typed: a nonzero
+    number below about 5e-324 reads as 0.0 and one beyond about 1.8e308 as inf (typed ``inf``
+    and ``nan`` are left to the caller's own check). The one rule for every float option."""
+    shown = token if item is None else item
+    if math.isinf(value) and "inf" not in token.lower():
+        fail(name, shown, "a number of magnitude below about 1.8e308 (a larger one reads as inf)")
+    if value == 0.0 and _nonzero_mantissa(token):
+        fail(name, shown, "0 or a number of magnitude above about 5e-324 (a smaller reads as 0)")
     return value
 
 

@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validate import check_array, check_broadcast_size, fail, format_value
+from ._validate import (
+    check_array,
+    check_broadcast_size,
+    check_broadcastable,
+    fail,
+    format_value,
+)
 
 if TYPE_CHECKING:  # pandas is imported only if the caller passes a Series
     import pandas as pd
@@ -79,11 +85,7 @@ def _check_mu(mu: Any) -> np.ndarray:
 def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Check ``0 < tau < mu`` elementwise; return ``tau`` and ``mu`` broadcast together."""
     tau = check_array("tau", tau, lo=0, lo_open=True)
-    try:
-        np.broadcast_shapes(tau.shape, mu.shape)
-    except ValueError:
-        fail("tau", f"shape {tau.shape}", f"broadcastable with mu of shape {mu.shape}")
-    check_broadcast_size("tau", tau.shape, mu.shape)
+    check_broadcastable("tau", tau.shape, "mu", mu.shape)
     tau_b, mu_b = np.broadcast_arrays(tau, mu)
     bad = tau_b >= mu_b
     if bad.any():
@@ -93,14 +95,6 @@ def _check_tau_below_mu(tau: Any, mu: np.ndarray) -> tuple[np.ndarray, np.ndarra
             "tau", tau_b.flat[i], f"< mu (the rare subset lies inside the correct mass mu = {mu_i})"
         )
     return tau_b, mu_b
-
-
-def _check_broadcast(name: str, other: str, x: np.ndarray, y: np.ndarray) -> None:
-    try:
-        np.broadcast_shapes(x.shape, y.shape)
-    except ValueError:
-        fail(name, f"shape {x.shape}", f"broadcastable with {other} of shape {y.shape}")
-    check_broadcast_size(name, x.shape, y.shape)
 
 
 def _scalar_or_array(x: np.ndarray, *inputs: np.ndarray) -> float | np.ndarray:
@@ -191,7 +185,7 @@ def active_probability(N: ArrayLike, mu: ArrayLike) -> float | np.ndarray | pd.S
     """
     index = _series_index(N=N, mu=mu)
     N_arr, mu_arr = _check_N(N), _check_mu(mu)
-    _check_broadcast("N", "mu", N_arr, mu_arr)
+    check_broadcastable("N", N_arr.shape, "mu", mu_arr.shape)
     u = np.minimum(mu_arr, 1.0 - mu_arr)  # exact: 1 - mu is exact for mu >= 1/2 (Sterbenz)
     return _keep_index(_scalar_or_array(_mixed(u, N_arr), N_arr, mu_arr), index, "p_active")
 
@@ -221,7 +215,7 @@ def hit_probability(N: ArrayLike, tau: ArrayLike) -> float | np.ndarray | pd.Ser
     index = _series_index(N=N, tau=tau)
     N_arr = _check_N(N)
     tau_arr = check_array("tau", tau, lo=0, hi=1, lo_open=True, hi_open=True)
-    _check_broadcast("N", "tau", N_arr, tau_arr)
+    check_broadcastable("N", N_arr.shape, "tau", tau_arr.shape)
     with np.errstate(under="ignore"):
         p = -np.expm1(N_arr * np.log1p(-tau_arr))
     return _keep_index(_scalar_or_array(p, N_arr, tau_arr), index, "p_hit")
@@ -276,7 +270,7 @@ def tail_miss_probability(
     index = _series_index(N=N, mu=mu, tau=tau)
     N_arr, mu_arr = _check_N(N), _check_mu(mu)
     tau_b, mu_b = _check_tau_below_mu(tau, mu_arr)
-    _check_broadcast("N", "mu and tau", N_arr, tau_b)
+    check_broadcastable("N", N_arr.shape, "mu and tau", tau_b.shape)
     p = _tail_miss(N_arr, mu_b, tau_b)
     return _keep_index(_scalar_or_array(p, N_arr, mu_arr, tau_b), index, "p_tail_miss")
 
@@ -332,7 +326,7 @@ def tail_miss_probability_given_active(
         )
     mu_arr = _check_mu(mu)
     tau_b, mu_b = _check_tau_below_mu(tau, mu_arr)
-    _check_broadcast("N", "mu and tau", N_arr, tau_b)
+    check_broadcastable("N", N_arr.shape, "mu and tau", tau_b.shape)
     u_active = np.minimum(mu_b, 1.0 - mu_b)
     with np.errstate(under="ignore"):
         p = _tail_miss(N_arr, mu_b, tau_b) / _mixed(u_active, N_arr)
@@ -352,6 +346,9 @@ def _check_modes(
         np.broadcast_shapes(N_arr.shape, mu_arr.shape, total.shape)
     except ValueError:
         fail("taus", f"shape {t.shape}", "broadcastable with N and mu over all but its last axis")
+    # the per-mode terms of expected_missed_modes hold every mode of every broadcast (N, mu)
+    last = t.shape[-1:] if not strict_sum else (1,)
+    check_broadcast_size("taus", (*N_arr.shape, 1), (*mu_arr.shape, 1), (*total.shape, *last))
     total_b, mu_b = np.broadcast_arrays(total, mu_arr)
     bad = (total_b >= mu_b) if strict_sum else (total_b > mu_b)
     if bad.any():

@@ -387,12 +387,20 @@ def test_lr_multiplier_validation():
     assert lr_multiplier(np.array([1.0])).shape == (1,)
 
 
+@pytest.mark.filterwarnings("error")
 def test_overflowing_rewards_are_refused_not_nan():
-    # the std of [1e200, -1e200] overflows to inf, which would silently give advantages 0
+    # the std of [1e200, -1e200] overflows to inf, which would silently give advantages 0; the
+    # refusal comes alone, without NumPy's overflow RuntimeWarnings on the way (errors here)
     with pytest.raises(ValueError, match="^rewards must be small enough"):
         group_advantages([1e200, -1e200], "grpo")
     with pytest.raises(ValueError, match="^rewards must be small enough"):
         group_advantages([1.7e308, 1.7e308, -1e308], "dr-grpo")  # the sum overflows
+    with pytest.raises(ValueError, match="^rewards must be small enough"):
+        group_advantages([1.7e308, 1.7e308, -1.7e308, -1.7e308], "grpo")  # inf - inf in the sum
+    with pytest.raises(ValueError, match="^rewards must be small enough"):
+        group_advantages([[0.0, 1.0], [1e200, -1e200]], "trl-batch")
+    with pytest.raises(ValueError, match="^rewards must be small enough"):
+        focal_advantages([1e200, -1e200], 1.0, "grpo")
     with pytest.raises(ValueError, match="^r_correct must be such that"):
         binary_advantages(1, 2, r_correct=1e308, r_incorrect=-1e308)
 

@@ -106,6 +106,42 @@ def test_integers_beyond_float_precision_are_refused(cli):
         pass_at_k(2**63 - 1, 2**63 - 1, 2**63 - 1)
 
 
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (("peak", "--mu", "0.3", "--rho", "1e-330"), "--rho must be 0 or a number of magnitude"),
+        (("peak", "--mu", "1e-400", "--rho", "0.1"), "--mu must be 0 or a number of magnitude"),
+        (("peak", "--mu", "0.3", "--rho", "0.1,-1e-400"), "--rho must be 0 or a number of"),
+        (("peak", "--mu", "0.3", "--rho", "1e999"), "--rho must be a finite number"),
+        (("lr", "--lr", "1e-400", "--optimizer", "sgd"), "--lr must be 0 or a number of"),
+        (("lr", "--lr", "1e-4000", "--optimizer", "sgd"), "--lr must be 0 or a number of"),
+        (("lr", "--lr", "1e999", "--optimizer", "sgd"), "--lr must be a number of magnitude below"),
+        (("lr", "--lr", "1E+999", "--optimizer", "sgd"), "--lr must be a number of magnitude"),
+        (("mass", "--logits", "1,0", "--gamma", "-2e-999"), "--gamma must be 0 or a number of"),
+    ],
+)
+def test_float_text_that_reads_as_zero_or_inf_is_shown_as_typed(cli, args, shown):
+    """A nonzero finite number float64 cannot hold reads as 0.0 or inf: the refusal shows the
+    option's text (as for every other bad value), never the 0.0 or inf it read as."""
+    r = cli(*args)
+    typed = args[args.index(shown.split()[0]) + 1].split(",")[-1]
+    assert (r.code, r.out) == (2, "")
+    assert r.err.strip().splitlines() == [r.err.strip()]
+    assert r.err.startswith(f"Error: {shown}")
+    assert r.err.strip().endswith(f"; got '{typed}'")
+
+
+def test_float_options_typed_zero_inf_or_nan_keep_their_messages(cli):
+    """Only a number float64 cannot hold is refused by its text: 0, -0.0, inf and nan typed as
+    such go on to the command's own check, as before."""
+    base = ("lr", "--optimizer", "sgd", "--N", "8", "--gamma", "1", "--beta", "2,5", "--lr")
+    assert cli(*base, "0e5").err.strip() == "Error: --lr must be > 0; got 0.0"
+    assert cli(*base, "-0.0").err.strip() == "Error: --lr must be > 0; got -0.0"
+    assert cli(*base, "nan").err.strip() == "Error: --lr must be a finite number; got nan"
+    assert cli(*base, "inf").err.strip() == "Error: --lr must be a finite number; got inf"
+    assert cli(*base, "1e-320").code == 0  # subnormal, not zero: accepted as before
+
+
 def test_unwritable_output_is_a_one_line_error(cli):
     r = cli("lr-multiplier", "--gamma", "0", "--output", "/dev/full")
     assert r.code == 2

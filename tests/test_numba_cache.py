@@ -231,6 +231,11 @@ def test_import_closure_by_hand(tmp_path):
         # an annotation without a value binds nothing: the name comes from __getattr__
         ("from .sub.lazy import ANNOTATED\n", True),
         ("from .sub.lazy import TYPED\n", False),  # annotated and assigned: bound
+        # a top-level ``del`` unbinds: the name comes from __getattr__ unless bound again after
+        ("from .sub.lazy import DELETED\n", True),
+        ("from .sub.lazy import DELETED_IN_IF\n", True),
+        ("from .sub.lazy import REBOUND\n", False),
+        ("import pkg.sub.lazy as L\nx = L.DELETED\n", True),
     ],
 )
 def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, source, lazy):
@@ -247,6 +252,8 @@ def test_lazy_package_is_followed_only_where_a_lazy_name_may_be_read(tmp_path, s
         "sub/__init__.py": "",
         "sub/lazy/__init__.py": (
             "VERSION = 1\nANNOTATED: int\nTYPED: int = 2\ndef __getattr__(name):\n    return name\n"
+            "DELETED = REBOUND = DELETED_IN_IF = 3\ndel DELETED, REBOUND\nREBOUND = 4\n"
+            "if VERSION:\n    del DELETED_IN_IF\n"
         ),
         "sub/lazy/m.py": "Y = 2\n",
         "sub/lazy/n.py": "",

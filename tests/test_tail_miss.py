@@ -239,6 +239,54 @@ def test_bad_input_raises_one_line_value_error(call, pattern):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("call", "rule"),
+    [
+        (lambda: active_probability([1, 2], [0.3] * 3), ("N", (2,), "mu", (3,))),
+        (lambda: hit_probability([1, 2], [0.3] * 3), ("N", (2,), "tau", (3,))),
+        (lambda: tail_miss_probability([1, 2], [0.3] * 3, 0.1), ("N", (2,), "mu and tau", (3,))),
+        (lambda: peak_group_size([0.3, 0.4], [0.1] * 3), ("tau", (3,), "mu", (2,))),
+        (
+            lambda: tail_miss_probability_given_active(
+                np.arange(2, 2**14)[:, None], 0.5, [0.1] * 2**14
+            ),
+            ("N", (2**14 - 2, 1), "mu and tau", (2**14,)),
+        ),
+    ],
+)
+def test_broadcast_refusals_are_the_shared_rule(call, rule):
+    """tail_miss refuses shapes by _validate.check_broadcastable (one rule, one wording): its
+    message is the shared function's, word for word, for shapes that do not broadcast and for a
+    broadcast past MAX_BROADCAST values."""
+    from fgrpo_theory._validate import check_broadcastable
+
+    with pytest.raises(ValueError) as expected:
+        check_broadcastable(*rule)
+    with pytest.raises(ValueError) as got:
+        call()
+    assert str(got.value) == str(expected.value)
+    assert not hasattr(tm, "_check_broadcast")
+
+
+def test_modes_refuse_a_broadcast_past_the_limit_before_allocating(monkeypatch):
+    """expected_missed_modes holds one term per mode of every broadcast (N, mu): N (20, 1)
+    against mu (20,) and 2 modes is 800 values, refused by the shared size rule with the limit
+    lowered to 100 (the same inputs at 10 x 10 pass; all_modes_missed_probability holds no
+    per-mode terms, so 2 modes count once)."""
+    import fgrpo_theory._validate as validate
+
+    monkeypatch.setattr(validate, "MAX_BROADCAST", 100)
+    N20, mu20 = np.arange(1, 21)[:, None], np.full(20, 0.5)
+    for f in (expected_missed_modes, all_modes_missed_probability):
+        with pytest.raises(ValueError, match=r"^taus must be inputs that broadcast to at most 100"):
+            f(N20, mu20, [0.01, 0.02])
+    N10, mu10 = np.arange(1, 11)[:, None], np.full(10, 0.5)
+    with pytest.raises(ValueError, match=r"shape \(10, 10, 2\) \(200 values\)"):
+        expected_missed_modes(N10, mu10, [0.01, 0.02])
+    assert expected_missed_modes(N10, mu10, [0.01]).shape == (10, 10)
+    assert all_modes_missed_probability(N10, mu10, [0.01, 0.02]).shape == (10, 10)
+
+
 def test_doctests():
     result = doctest.testmod(tm, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 6 and result.failed == 0

@@ -173,31 +173,34 @@ def group_advantages(
     if conv.zero_variance == "formula" and conv.std != "none" and bool(xp.any(flat)):
         if conv.divisor(0.0) == 0:
             _zero_divisor(conv)
-    # A flat group's centred rewards are 0 exactly (not the rounding noise of its float mean).
-    centred = xp.where(flat, zero, r - xp.mean(r, axis=-1, keepdims=True))
-    if conv.baseline == "loo":
-        centred = centred * (n / (n - 1))
-    if conv.std == "none":
-        adv = centred
-    else:
-        ddof = 1 if conv.std == "bessel" else 0
-        if conv.scale_scope == "batch":
-            flat_r = xp.reshape(r, (-1,))
-            if flat_r.shape[0] < 2:
-                fail("rewards", flat_r.shape[0], "at least 2 rewards for a batch std")
-            std = xp.std(flat_r, correction=ddof) * xp.ones_like(r[..., :1])
+    # Rewards near the float64 limit overflow the mean, the std or the quotient: NumPy's
+    # warnings are silenced here because every non-finite result is refused below, by name.
+    with np.errstate(over="ignore", invalid="ignore"):
+        # A flat group's centred rewards are 0 exactly (not the rounding noise of its float mean).
+        centred = xp.where(flat, zero, r - xp.mean(r, axis=-1, keepdims=True))
+        if conv.baseline == "loo":
+            centred = centred * (n / (n - 1))
+        if conv.std == "none":
+            adv = centred
         else:
-            std = xp.std(r, axis=-1, correction=ddof, keepdims=True)
-        if not bool(xp.all(xp.isfinite(std))):
-            fail("rewards", _first(xp, r, ~xp.isfinite(std)), "small enough for a finite std")
-        div = conv.divisor(std, xp)
-        zero_div = div == 0
-        if bool(xp.any(zero_div & ~flat)):
-            bad = _first(xp, r, zero_div & ~flat)
-            fail("rewards", bad, "spread enough within a group for a non-zero std (underflow)")
-        adv = xp.where(zero_div, zero, centred / xp.where(zero_div, xp.ones_like(div), div))
-    if conv.zero_variance == "zero":
-        adv = xp.where(flat, zero, adv)
+            ddof = 1 if conv.std == "bessel" else 0
+            if conv.scale_scope == "batch":
+                flat_r = xp.reshape(r, (-1,))
+                if flat_r.shape[0] < 2:
+                    fail("rewards", flat_r.shape[0], "at least 2 rewards for a batch std")
+                std = xp.std(flat_r, correction=ddof) * xp.ones_like(r[..., :1])
+            else:
+                std = xp.std(r, axis=-1, correction=ddof, keepdims=True)
+            if not bool(xp.all(xp.isfinite(std))):
+                fail("rewards", _first(xp, r, ~xp.isfinite(std)), "small enough for a finite std")
+            div = conv.divisor(std, xp)
+            zero_div = div == 0
+            if bool(xp.any(zero_div & ~flat)):
+                bad = _first(xp, r, zero_div & ~flat)
+                fail("rewards", bad, "spread enough within a group for a non-zero std (underflow)")
+            adv = xp.where(zero_div, zero, centred / xp.where(zero_div, xp.ones_like(div), div))
+        if conv.zero_variance == "zero":
+            adv = xp.where(flat, zero, adv)
     if not bool(xp.all(xp.isfinite(adv))):
         fail("rewards", _first(xp, r, ~xp.isfinite(adv)), "small enough for finite advantages")
     return adv

@@ -57,16 +57,28 @@ def _without_coercion(self: TyperOption, value: Any) -> tuple[bool, Any]:
     return False, None
 
 
+def _checked_float(self: TyperOption, text: str | None, value: Any) -> Any:
+    """``value``, refused showing the option's ``text`` when a float option's nonzero finite
+    text read as 0.0 or inf (``--lr 1e-400``): :func:`fgrpo_theory._spec.check_float_text`."""
+    if text is None or type(value) is not float or (value != 0.0 and abs(value) != float("inf")):
+        return value
+    from .._spec import check_float_text
+
+    name = max(self.opts, key=len)
+    return check_float_text(text, value, name)
+
+
 def _process_value_without_pydantic(self: TyperOption, ctx: Any, value: Any) -> Any:
     """Typer's value processing, minus its coercion where that needs no Pydantic
     (:func:`_without_coercion`). Typer 0.29 coerces every value through a Pydantic adapter,
     and importing Pydantic for that cost 0.1-0.35 s of every run (a third of ``miss-prob``'s
     start-up beyond NumPy and pandas; 0.11-0.16 s of CPU of a ``simulate --K 1000``); every
     other value (paths, choices, lists, other texts) still goes through Typer."""
+    text = value if type(value) is str else None
     done, value_out = _without_coercion(self, value)
     if not done:
-        return _process_value(self, ctx, value)
-    value = value_out
+        return _checked_float(self, text, _process_value(self, ctx, value))
+    value = _checked_float(self, text, value_out)
     if self.required and self.value_is_missing(value):
         raise MissingParameter(ctx=ctx, param=self)
     if self.callback is not None:
