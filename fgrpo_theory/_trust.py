@@ -26,7 +26,7 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["KEY_NAME", "folder_key", "keyed_digest", "owned_private_dir", "make_dir"]
+__all__ = ["KEY_NAME", "READ_FLAGS", "folder_key", "keyed_digest", "owned_private_dir", "make_dir"]
 
 #: Name of the key file in a folder of results.
 KEY_NAME = ".fgrpo-theory.key"
@@ -40,9 +40,10 @@ _LINKS = "it has other hard links"
 #: errno values of ``link`` on a file system without hard links.
 _NO_LINKS = {getattr(errno, n) for n in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "EXDEV", "EMLINK")
              if hasattr(errno, n)}  # fmt: skip
-#: Flags that open an existing key file: never through a symlink, never blocking (a FIFO planted
-#: under the name returns at once and is then refused as not a regular file).
-_OPEN_FLAGS = (
+#: Flags that open an existing file of a shared folder to read it (a key file here, a lock in
+#: :mod:`.sim.locks`): never through a symlink, never blocking (a FIFO planted under the name
+#: returns at once, and is then refused as not a regular file).
+READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_NONBLOCK", 0)
@@ -219,7 +220,7 @@ def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None
     gone = replaced = 0
     while True:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, READ_FLAGS)
         except FileNotFoundError:
             gone += 1
             if gone > 3:

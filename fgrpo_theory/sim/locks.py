@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._trust import READ_FLAGS
 from .grid import config_hash
 
 #: A lock whose file has not been refreshed for this many seconds is stale, whoever holds it.
@@ -64,15 +65,6 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
-#: Flags that open a lock to read it: never through a symlink, never blocking (a FIFO planted
-#: under a lock's name returns at once, and is then not read: it is not a regular file).
-_READ_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
 #: Who holds a lock that is not a regular file (this tool only ever creates regular files).
 NOT_A_LOCK = "nobody: it is not a regular file, so not a lock of this tool"
 
@@ -82,7 +74,7 @@ def _read_lock(lock: Path) -> tuple[bytes, dict[str, Any] | None]:
     file, never blocking) and the record of a lock, or ``(raw, None)`` if it holds no record of
     this tool."""
     try:
-        fd = os.open(lock, _READ_FLAGS)
+        fd = os.open(lock, READ_FLAGS)
     except OSError:
         return b"", None
     try:
