@@ -61,37 +61,42 @@ def check_output_path(path: str | os.PathLike[str] | None, name: str = "--output
 
 def _is_special(path: Path) -> bool:
     """Whether ``path`` is written in place, not renamed over: a device (``/dev/null``; only root
-    makes devices), anything but a folder under ``/dev`` or ``/proc`` (``/dev/stdout``, also when
-    the shell redirected it to a regular file, ``/dev/fd/63`` of a shell's ``>(...)``: a rename
-    there would replace the link itself), or a FIFO or socket the user owns (one the user made).
+    makes devices), a FIFO or socket the user owns (one the user made) or root owns under
+    ``/dev`` or ``/proc``, or a link the system keeps there: a symlink under ``/dev`` or
+    ``/proc`` that root or the user owns, in a folder root or the user owns (``/dev/stdout``,
+    also when the shell redirected it to a regular file, ``/dev/fd/63`` of a shell's ``>(...)``,
+    ``/proc/self/fd/1``; a rename would replace the link itself).
 
-    A symlink counts only under ``/dev`` or ``/proc``: one elsewhere (planted in a shared folder)
-    is replaced by the result, never written through. So is another user's FIFO or socket
-    outside ``/dev`` and ``/proc`` (planted at the output path: writing into it would wait for
-    its reader, or hand it the result), like a regular file of theirs.
+    Everything else is replaced by the result (a temporary renamed over it), never written
+    through or into: a symlink outside ``/dev`` and ``/proc``, or another user's symlink anywhere
+    (planted in a shared output folder or in the world-writable ``/dev/shm``), a regular file
+    (also under ``/dev/shm``: the rename keeps it whole), and another user's FIFO or socket
+    (planted at the output path: writing into it would wait for its reader, or hand it the
+    result).
     """
     try:
         st = os.lstat(path)
     except OSError:
         return False
-    system = str(Path(os.path.abspath(path))).startswith(_DEVICE_ROOTS)
+    me = os.getuid() if hasattr(os, "getuid") else None
+    trusted = {0, me}
+    where = os.path.abspath(path)
+    system = where.startswith(_DEVICE_ROOTS)
     if stat.S_ISLNK(st.st_mode):
-        if not system:
+        if not system or (me is not None and st.st_uid not in trusted):
             return False
         try:
-            st = os.stat(path)
+            if me is not None and os.lstat(os.path.dirname(where)).st_uid not in trusted:
+                return False
+            return not stat.S_ISDIR(os.stat(path).st_mode)
         except OSError:
             return False
     mode = st.st_mode
-    if stat.S_ISDIR(mode):
-        return False
-    if system:  # never renamed over: /dev/stdout redirected to a file resolves to a regular file
-        return True
-    if stat.S_ISREG(mode):
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return False
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return True
-    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return me is None or st.st_uid == me or (system and st.st_uid == 0)
 
 
 def _open_fifo(target: Path, shown: Any, name: str) -> int:

@@ -119,6 +119,9 @@ def _nonzero_mantissa(token: str) -> bool:
         return False
 
 
+_HOLDS = "a number float64 can hold"
+
+
 def check_float_text(token: str, value: float, name: str, item: str | None = None) -> float:
     """``value`` (``float(token)``), refused naming ``name`` and showing the text (``item``,
     default ``token``), not the number, where float64 cannot hold what was typed: a nonzero
@@ -126,9 +129,9 @@ def check_float_text(token: str, value: float, name: str, item: str | None = Non
     and ``nan`` are left to the caller's own check). The one rule for every float option."""
     shown = token if item is None else item
     if math.isinf(value) and "inf" not in token.lower():
-        fail(name, shown, "a number of magnitude below about 1.8e308 (a larger one reads as inf)")
+        fail(name, shown, f"{_HOLDS} (of magnitude below about 1.8e308: it reads as inf)")
     if value == 0.0 and _nonzero_mantissa(token):
-        fail(name, shown, "0 or a number of magnitude above about 5e-324 (a smaller reads as 0)")
+        fail(name, shown, f"{_HOLDS} (of magnitude above about 5e-324: it reads as 0)")
     return value
 
 

@@ -132,6 +132,38 @@ def test_a_system_link_to_a_regular_file_is_written_through_not_replaced(tmp_pat
     assert sorted(p.name for p in dev.iterdir()) == ["stdout"]
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_another_users_link_or_a_regular_file_under_dev_is_replaced(tmp_path, monkeypatch):
+    """``/dev/shm`` is world-writable: a link another user plants there is replaced, never
+    written through (a file outside the output folder would be overwritten), and a regular file
+    there is replaced whole (temporary and rename), not rewritten in place."""
+    from fgrpo_theory import _io
+
+    dev = tmp_path / "dev"
+    shm = dev / "shm"
+    shm.mkdir(parents=True)
+    os.chmod(shm, 0o1777)
+    monkeypatch.setattr(_io, "_DEVICE_ROOTS", (str(dev) + "/",))
+    victim = _victim(tmp_path)
+    link = shm / "out.csv"
+    link.symlink_to(victim)
+    os.chown(link, 65534, 65534, follow_symlinks=False)
+    _io.write_atomic(link, "a,b\n")
+    assert victim.read_text() == "precious\n"
+    assert not link.is_symlink() and link.read_text() == "a,b\n"
+    before = os.stat(link).st_ino
+    _io.write_atomic(link, "c,d\n")  # now a regular file of ours: replaced by a rename
+    assert link.read_text() == "c,d\n" and os.stat(link).st_ino != before
+    # a link of ours, but in a folder another user owns (who may swap it): replaced too
+    theirs = dev / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    mine = theirs / "out.csv"
+    mine.symlink_to(victim)
+    _io.write_atomic(mine, "e,f\n")
+    assert victim.read_text() == "precious\n" and not mine.is_symlink()
+
+
 def _forge(path, df, meta_from):
     """Rewrite ``path`` with ``df`` and the stored metadata of ``meta_from``, its plain rows
     digest recomputed as an attacker could (the old, unkeyed digest)."""
