@@ -87,12 +87,16 @@ _TEMP_RE = re.compile(re.escape(KEY_NAME) + r"\.(?:tmp|empty)-(\d{1,10})-[0-9a-f
 _TEMP_SECONDS = 60.0
 
 
-def _remove_dead_temporaries(folder: Path) -> None:
+def _remove_dead_temporaries(folder: Path, of: os.stat_result | None = None) -> int:
     """Remove the key temporaries a killed process left in ``folder``: regular files of this
     user, of at most 32 bytes, named as :func:`_create_key` names them, older than
-    :data:`_TEMP_SECONDS` and of a PID that no process has. Nothing else is touched."""
+    :data:`_TEMP_SECONDS` and of a PID that no process has. Nothing else is touched. With
+    ``of`` (the key file's status), only the temporaries that are other names of that very
+    file, whatever their age (a creator killed between linking its temporary to the key and
+    removing it). Returns how many were removed."""
     import time
 
+    removed = 0
     uid = os.getuid() if hasattr(os, "getuid") else None
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
@@ -105,12 +109,23 @@ def _remove_dead_temporaries(folder: Path) -> None:
                     continue
                 if uid is not None and st.st_uid != uid:
                     continue
-                if time.time() - st.st_mtime < _TEMP_SECONDS or _pid_alive(int(m.group(1))):
+                if of is not None:
+                    if (st.st_dev, st.st_ino) != (of.st_dev, of.st_ino):
+                        continue
+                elif time.time() - st.st_mtime < _TEMP_SECONDS:
+                    continue
+                if _pid_alive(int(m.group(1))):
                     continue
                 os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` may exist. On Windows always True: ``os.kill(pid, 0)`` there
+    terminates the process (and these PIDs come from names anyone can plant)."""
+    if os.name == "nt":
+        return True
     if not 0 < pid < 2**31 or pid == os.getpid():
         return pid == os.getpid()
     try:
@@ -128,9 +143,10 @@ def _create_key(path: Path) -> tuple[bytes | None, str | None]:
 
     The key is written and synced to a fresh temporary (``O_CREAT | O_EXCL | O_NOFOLLOW``, mode
     0600) which is then hard-linked to ``path`` (``link`` never replaces nor follows what is
-    there) and removed: a crash never leaves a short key file (a killed process may leave its
-    temporary, removed by the next creation). On a file system without hard links the key file
-    is created with ``O_EXCL`` and written in place, as before.
+    there) and removed: a crash never leaves a short key file (a process killed before the link
+    may leave its temporary, removed by the next creation; one killed between the link and the
+    removal leaves the key with a second name, removed by :func:`folder_key`). On a file system
+    without hard links the key file is created with ``O_EXCL`` and written in place, as before.
     """
     _remove_dead_temporaries(path.parent)
     key = secrets.token_bytes(_KEY_BYTES)
@@ -190,8 +206,11 @@ def _set_aside(path: Path, st: os.stat_result) -> bool:
     try:
         now = os.lstat(aside)
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or now.st_size:
-            with contextlib.suppress(OSError):
-                os.link(aside, path, follow_symlinks=False)  # not ours to remove: put it back
+            with contextlib.suppress(OSError):  # not ours to remove: put it back
+                try:
+                    os.link(aside, path, follow_symlinks=False)
+                except NotImplementedError:  # no linkat here: ``aside`` was a regular file
+                    os.link(aside, path)
     except OSError:
         pass
     with contextlib.suppress(OSError):
@@ -211,13 +230,16 @@ def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None
     two sweeps started together on a new folder trust none of the first one's results, and
     compute a config the first had finished: seen in CI.) An empty key file of this user that
     nobody is writing (older than that, or still empty after waiting), which a crash between
-    its creation and its write leaves, is replaced by a new key.
+    its creation and its write leaves, is replaced by a new key. A whole key file of this user
+    with two links, older than that, whose other name is a temporary of a process that is gone
+    (killed between linking it to the key and removing it), is used once that name is removed.
     """
     import time
 
     path = Path(folder) / KEY_NAME
     deadline = time.monotonic() + _KEY_WRITE_SECONDS
     gone = replaced = 0
+    unlinked = False
     while True:
         try:
             fd = os.open(path, READ_FLAGS)
@@ -252,6 +274,10 @@ def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None
             if _set_aside(path, st):
                 gone = 0
                 continue
+        if why == _LINKS and st.st_nlink == 2 and not young and not unlinked:
+            unlinked = True  # a creator killed before removing its temporary: remove it
+            if _remove_dead_temporaries(path.parent, of=st):
+                continue
         if not (being_written and young):
             return None, f"its key file {path} is not this user's private key ({why})"
         if late:
@@ -268,13 +294,31 @@ def keyed_digest(key: bytes, *parts: str | bytes) -> str:
     return h.hexdigest()[:32]
 
 
+def _open_folder(d: Path, uid: int, holds: str) -> str | None:
+    """Why others than ``uid`` and root can change what folder ``d`` holds (``holds`` names
+    it): it is writable by group or others without the sticky bit, or owned by another user."""
+    try:
+        st = os.stat(d)
+    except OSError:
+        return None
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return f"other users can write to {d}, which holds {holds}"
+    if st.st_uid not in (0, uid):
+        return f"{d}, which holds {holds}, belongs to another user"
+    return None
+
+
 def _foreign_link(p: Path, uid: int) -> str | None:
-    """Why a symlink met while resolving ``p`` (as the kernel does, component by component,
-    through the targets of links too) belongs to a user other than ``uid`` or root; else None.
-    Such a link can be retargeted by its owner, whatever the folder it is in."""
+    """Why the way to ``p`` could be changed by another user; else None. ``p`` is resolved as
+    the kernel does, component by component, through the targets of links too, and every
+    symlink met must belong to ``uid`` or root (its owner can retarget it, whatever the folder
+    it is in), and every folder in which a name is looked up must pass :func:`_open_folder`
+    (whoever can write it can replace the name: a root link in a folder anyone can write, or a
+    folder left again by ``..``, is no safer than the attacker's own link)."""
     todo = list(reversed(p.parts[1:]))
     cur = Path(p.anchor)
     hops = 0
+    checked: set[Path] = set()
     while todo:
         part = todo.pop()
         if part in ("", "."):
@@ -287,7 +331,13 @@ def _foreign_link(p: Path, uid: int) -> str | None:
             st = os.lstat(nxt)
         except OSError:
             return None  # the rest does not exist: nothing more is followed
-        if not stat.S_ISLNK(st.st_mode):
+        link = stat.S_ISLNK(st.st_mode)
+        if cur not in checked or link:
+            why = _open_folder(cur, uid, f"{nxt}, a symlink on the way to {p}" if link else nxt)
+            if why is not None:
+                return why
+            checked.add(cur)
+        if not link:
             cur = nxt
             continue
         if st.st_uid not in (0, uid):

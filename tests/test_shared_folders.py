@@ -583,3 +583,146 @@ def test_a_cache_folder_is_refused_if_any_symlink_on_the_way_is_foreign(tmp_path
     via.symlink_to(open_dir / "numba")  # the folders as written look private
     why = owned_private_dir(via / "sub")
     assert why is not None and f"other users can write to {open_dir}," in why
+
+
+def test_a_cache_folder_is_refused_if_a_symlink_on_the_way_sits_in_a_folder_anyone_can_write(
+    tmp_path,
+):
+    """Whoever can write the folder holding a link met on the way (not sticky) can replace the
+    link, whoever owns it: ``link -> shared/l2 -> real`` with ``shared`` mode 0777 was accepted
+    (only the folders above the path as written and as resolved were checked), and another user
+    could then retarget ``shared/l2`` to a folder of theirs (Numba pickles: code execution).
+    The same for a folder looked up and left again by ``..``."""
+    real = tmp_path / "real"
+    (real / "cache").mkdir(parents=True, mode=0o700)
+    os.chmod(real, 0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    (shared / "l2").symlink_to(real)
+    link = tmp_path / "link"
+    link.symlink_to(shared / "l2")
+    why = owned_private_dir(link / "cache")
+    assert why is not None and f"other users can write to {shared}," in why
+    assert str(shared / "l2") in why and "\n" not in why
+    (shared / "d").mkdir()
+    dotdot = tmp_path / "dotdot"
+    dotdot.symlink_to(f"{shared}/d/../../real")  # "d" could be replaced by a link elsewhere
+    why = owned_private_dir(dotdot / "cache")
+    assert why is not None and f"other users can write to {shared}," in why
+    os.chmod(shared, 0o1777)  # sticky: only the links' owner (here the user) can replace them
+    assert owned_private_dir(link / "cache") is None
+    assert owned_private_dir(dotdot / "cache") is None
+    assert owned_private_dir(real / "cache") is None
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a folder owned by another user needs root (chown)")
+def test_a_cache_folder_is_refused_if_a_symlink_on_the_way_sits_in_another_users_folder(
+    tmp_path,
+):
+    real = tmp_path / "real"
+    (real / "cache").mkdir(parents=True, mode=0o700)
+    os.chmod(real, 0o700)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    (theirs / "l2").symlink_to(real)
+    os.chown(theirs, 65534, 65534)  # its owner can replace the (root's) link l2
+    link = tmp_path / "link"
+    link.symlink_to(theirs / "l2")
+    why = owned_private_dir(link / "cache")
+    assert why is not None and f"{theirs}, which holds" in why and "another user" in why
+
+
+def _dead_pid():
+    """The PID of a process that has finished (and been reaped)."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_key_left_linked_to_its_temporary_by_a_crash_is_used(tmp_path):
+    """A creator killed between ``link(tmp, key)`` and ``unlink(tmp)`` left the key with two
+    links: every later run refused it ('it has other hard links') forever. The temporary of a
+    process that is gone, of the key's own inode, is now removed and the key used."""
+    import secrets
+    import time
+
+    key = tmp_path / KEY_NAME
+    secret = secrets.token_bytes(32)
+    key.write_bytes(secret)
+    os.chmod(key, 0o600)
+    tmp = tmp_path / f"{KEY_NAME}.tmp-{_dead_pid()}-{secrets.token_hex(8)}"
+    os.link(key, tmp)
+    old = time.time() - 120
+    os.utime(key, (old, old))
+    assert folder_key(tmp_path) == (secret, None)
+    assert not tmp.exists() and os.lstat(key).st_nlink == 1
+    assert _hidden_but_key(tmp_path) == []
+    # a live creator's temporary is not touched (and the key, doubly linked, not used)
+    live = tmp_path / f"{KEY_NAME}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
+    os.link(key, live)
+    got, why = folder_key(tmp_path)
+    assert got is None and "other hard links" in why and live.exists()
+    live.unlink()
+    # a second name that is not a temporary of this tool is never removed
+    other = tmp_path / "other-name"
+    os.link(key, other)
+    got, why = folder_key(tmp_path)
+    assert got is None and "other hard links" in why and other.exists()
+
+
+@pytest.mark.parametrize("module", ["fgrpo_theory._trust", "fgrpo_theory.sim.locks",
+                                    "fgrpo_theory._io"])  # fmt: skip
+def test_pid_checks_never_signal_on_windows(module, monkeypatch):
+    """On Windows ``os.kill(pid, 0)`` terminates the process: a PID is then taken as alive."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    calls = []
+    monkeypatch.setattr(os, "kill", lambda *a: calls.append(a))
+    monkeypatch.setattr(os, "name", "nt")
+    alive = [mod._pid_alive(pid) for pid in (12345, 999999, 1)]
+    monkeypatch.undo()
+    assert alive == [True, True, True] and calls == []
+
+
+def test_dead_key_temporaries_are_kept_on_windows_never_signalled(tmp_path, monkeypatch):
+    import secrets
+    import time
+
+    from fgrpo_theory import _trust
+
+    tmp = tmp_path / f"{KEY_NAME}.tmp-{_dead_pid()}-{secrets.token_hex(8)}"
+    tmp.write_bytes(b"x" * 32)
+    old = time.time() - 120
+    os.utime(tmp, (old, old))
+    calls = []
+    monkeypatch.setattr(os, "kill", lambda *a: calls.append(a))
+    monkeypatch.setattr(os, "name", "nt")
+    _trust._remove_dead_temporaries(tmp_path)
+    monkeypatch.undo()
+    assert calls == [] and tmp.exists()
+
+
+def test_setting_aside_survives_a_platform_without_link_no_follow(tmp_path, monkeypatch):
+    """``os.link(..., follow_symlinks=False)`` raises NotImplementedError where unsupported:
+    setting aside an empty key file (which puts back a key another process put there) ended in
+    a traceback; it now puts the key back with a plain link."""
+    from fgrpo_theory import _trust
+
+    real_link = os.link
+
+    def link(src, dst, *, follow_symlinks=True):
+        if not follow_symlinks:
+            raise NotImplementedError("link: follow_symlinks unavailable on this platform")
+        return real_link(src, dst)
+
+    key = tmp_path / KEY_NAME
+    key.write_bytes(b"k" * 32)  # another process's key, there since the empty one was seen
+    os.chmod(key, 0o600)
+    gone = tmp_path / "the-empty-one"
+    gone.write_bytes(b"")
+    monkeypatch.setattr(os, "link", link)
+    assert _trust._set_aside(key, os.lstat(gone)) is True
+    assert key.read_bytes() == b"k" * 32
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([KEY_NAME, "the-empty-one"])
