@@ -12,26 +12,49 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["WORKERS", "multi_base", "single_base", "smoke_base", "grid", "levels", "compared",
-           "arm_summary"]  # fmt: skip
+__all__ = ["WORKERS", "pinned_kernels", "multi_base", "single_base", "smoke_base", "grid",
+           "levels", "compared", "arm_summary"]  # fmt: skip
 
 #: worker processes (the rows do not depend on it, so it is not a parameter)
 WORKERS = 2
 
 
+def pinned_kernels() -> None:
+    """Refuse the full settings unless torch runs the CPU kernels they were stored with (pinned
+    to AVX2: :mod:`fgrpo_theory.sequence._isa`), so that a table computed, cached or stored
+    here is the one every x86-64 machine with AVX2 computes. A CPU without AVX2 and FMA is not
+    pinned and not refused (its numbers are its own)."""
+    import os
+
+    from fgrpo_theory._validate import fail
+    from fgrpo_theory.sequence import _isa
+
+    if _isa.host_has_avx2() and not _isa.pinned():
+        fail(_isa.ENV, os.environ.get(_isa.ENV, ""),
+             "unset or 'avx2' and fgrpo_theory.sequence imported before torch for the sequence "
+             f"experiments (torch runs {_isa.label()}, not the AVX2 kernels their tables were "
+             "made with)")  # fmt: skip
+
+
 def multi_base(steps: int = 40, N: int = 8, eval_prompts: int = 16):
     """The multi-solution base: the ``quick`` preset's task, model and SFT, B = 8, ``steps``,
-    exact metrics on the first ``eval_prompts`` prompts of each split."""
+    exact metrics on the first ``eval_prompts`` prompts of each split (:func:`pinned_kernels`
+    first)."""
     from fgrpo_theory.sequence.run import preset
+
+    pinned_kernels()
 
     return preset("quick", steps=steps, N=N, log_every=steps, eval_prompts=eval_prompts)
 
 
 def single_base(steps: int = 40, N: int = 8, eval_prompts: int = 16):
-    """The single-solution testbed: 1,024 train mazes, 1,000 SFT steps (docs/sequence.md)."""
+    """The single-solution testbed: 1,024 train mazes, 1,000 SFT steps (docs/sequence.md;
+    :func:`pinned_kernels` first)."""
     from fgrpo_theory.sequence.run import preset
     from fgrpo_theory.sequence.sft import SFTConfig
     from fgrpo_theory.sequence.task import GridTask
+
+    pinned_kernels()
 
     cfg = preset("quick", steps=steps, N=N, log_every=steps, eval_prompts=eval_prompts)
     return replace(

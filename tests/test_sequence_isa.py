@@ -111,3 +111,43 @@ def test_a_bad_switch_is_one_line_exit_2():
             os.environ.pop(isa.ENV)
             if old is not None:
                 os.environ[isa.ENV] = old
+
+
+def test_a_cpu_without_avx2_or_fma_is_not_pinned(monkeypatch):
+    """``ATEN_CPU_CAPABILITY=avx2`` is taken by ATen without a check: on a CPU without AVX2 the
+    pin would end every run on an illegal instruction, so such a CPU keeps torch's choice."""
+    import llvmlite.binding as llb
+
+    from fgrpo_theory.sequence import _isa
+
+    monkeypatch.setattr(_isa.platform, "machine", lambda: "aarch64")
+    assert not _isa.host_has_avx2()
+    monkeypatch.setattr(_isa.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(llb, "get_host_cpu_features", lambda: {"avx": True, "fma": True})
+    assert not _isa.host_has_avx2()
+    monkeypatch.setattr(llb, "get_host_cpu_features", lambda: {"avx2": True, "fma": True})
+    assert _isa.host_has_avx2()
+    monkeypatch.setattr(llb, "get_host_cpu_features", lambda: {"avx2": True})
+    assert not _isa.host_has_avx2()
+    for k in _isa.PORTABLE:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.delitem(sys.modules, "torch")  # as if torch were not loaded yet
+    _isa.pin()
+    assert not any(k in os.environ for k in _isa.PORTABLE)
+
+
+@needs_avx2
+def test_the_experiments_refuse_other_kernels(tmp_path):
+    """The sequence experiments' full settings run only with the pinned kernels, so a table
+    computed, cached or stored is the one an AVX2 machine computes."""
+    exe = os.path.join(os.path.dirname(sys.executable), "fgrpo-theory")
+    env = dict(os.environ, FGRPO_THEORY_TORCH_ISA="native",
+               FGRPO_THEORY_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    r = subprocess.run(
+        [exe, "figures", "sequence_group_size", "--recompute", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("Error: FGRPO_THEORY_TORCH_ISA must be unset or 'avx2'"), r.stderr
+    assert r.stderr.count("\n") == 1 and "got 'native'" in r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -16,7 +16,7 @@ process; where torch was imported first the process keeps torch's own choice, an
 :func:`label` says which kernels ran (it is part of the SFT checkpoint's cache key, so a
 checkpoint trained with one set is never reused with the other). ``FGRPO_THEORY_TORCH_ISA=native``
 turns the pin off (torch's own choice; numbers then depend on the machine's instruction sets).
-Only x86-64 is pinned; other architectures keep torch's choice.
+Only x86-64 CPUs with AVX2 and FMA are pinned; other CPUs keep torch's choice.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 
 from .._validate import fail
 
-__all__ = ["ENV", "PORTABLE", "pin", "label"]
+__all__ = ["ENV", "PORTABLE", "host_has_avx2", "pin", "label", "pinned"]
 
 #: The switch: ``avx2`` (the default) or ``native``.
 ENV = "FGRPO_THEORY_TORCH_ISA"
@@ -50,12 +50,26 @@ def _mode() -> str:
     return mode
 
 
+def host_has_avx2() -> bool:
+    """Whether this is an x86-64 CPU with AVX2 and FMA (LLVM's reading of the host, as Numba
+    has it). Without them nothing is pinned: ``ATEN_CPU_CAPABILITY=avx2`` is taken by ATen
+    without a check, and its AVX2 kernels would stop the process on an illegal instruction."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        import llvmlite.binding as llb
+
+        features = llb.get_host_cpu_features()
+        return bool(features.get("avx2", False) and features.get("fma", False))
+    except Exception:  # no reading of the CPU: not pinned (torch's own choice)
+        return False
+
+
 def pin() -> None:
     """Set :data:`PORTABLE` (where unset) unless torch is already imported, the switch says
-    ``native`` or the machine is not x86-64; note what torch will read."""
+    ``native`` or the CPU is not x86-64 with AVX2 and FMA; note what torch will read."""
     mode = _mode()
-    x86 = platform.machine().lower() in ("x86_64", "amd64")
-    if mode == "avx2" and x86 and "torch" not in sys.modules:
+    if mode == "avx2" and "torch" not in sys.modules and host_has_avx2():
         for k, v in PORTABLE.items():
             os.environ.setdefault(k, v)
     _seen.update({k: os.environ.get(k, "") for k in PORTABLE})
@@ -69,3 +83,9 @@ def label() -> str:
     seen = _seen or {k: os.environ.get(k, "") for k in PORTABLE}
     cap = torch.backends.cpu.get_cpu_capability()
     return f"aten={cap};mkl={seen['MKL_ENABLE_INSTRUCTIONS']};onednn={seen['ONEDNN_MAX_CPU_ISA']}"
+
+
+def pinned() -> bool:
+    """Whether torch runs the pinned kernels in this process (:func:`label` says which)."""
+    mkl, onednn = PORTABLE["MKL_ENABLE_INSTRUCTIONS"], PORTABLE["ONEDNN_MAX_CPU_ISA"]
+    return label() == f"aten=AVX2;mkl={mkl};onednn={onednn}"
