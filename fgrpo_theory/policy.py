@@ -138,10 +138,13 @@ def check_policy(
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis, shifted by the maximum: the same operations as
-    ``scipy.special.softmax(z, axis=-1)``, so the same bits (``tests/test_policy.py`` checks),
-    without importing scipy.special (0.2-0.6 s of every simulator run's start-up)."""
-    e = np.exp(z - np.max(z, axis=-1, keepdims=True))
+    """Softmax over the last axis, shifted by the maximum (the operations of
+    ``scipy.special.softmax(z, axis=-1)``), with the C library's ``exp`` on every CPU
+    (:mod:`fgrpo_theory._libm`: NumPy's AVX-512 ``exp`` rounds a few values differently, and
+    the simulator's initial probabilities feed its thresholds)."""
+    from ._libm import exp
+
+    e = exp(z - np.max(z, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
@@ -162,10 +165,17 @@ def probabilities(logits: Any) -> np.ndarray:
 
 
 def log_probabilities(logits: Any) -> np.ndarray:
-    """Log-probabilities ``log softmax(z)`` over the last axis (scipy.special.log_softmax)."""
-    from scipy.special import log_softmax  # on use: importing scipy.special costs 0.2-0.6 s
+    """Log-probabilities ``log softmax(z)`` over the last axis: the operations of
+    ``scipy.special.log_softmax`` (shift by the maximum, ``tmp - log(sum(exp(tmp)))``), with the
+    C library's ``exp`` and ``log`` on every CPU (:mod:`fgrpo_theory._libm`; this is the KL
+    reference of both simulators)."""
+    from ._libm import exp, log
 
-    return log_softmax(check_array("logits", logits), axis=-1)
+    z = check_array("logits", logits)
+    top = np.max(z, axis=-1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    tmp = z - top
+    return tmp - log(np.sum(exp(tmp), axis=-1, keepdims=True))
 
 
 def success_probability(logits: Any, correct: Any) -> float:

@@ -93,18 +93,53 @@ def test_load_policy_errors(tmp_path):
         load_policy(tmp_path / "bin.csv", n_correct=1)
 
 
-def test_softmax_is_bit_identical_to_scipys():
-    """policy._softmax replaces scipy.special.softmax (start-up: scipy.special is not imported
-    by a simulator run); the bits must be the same, so every result is unchanged."""
+def test_softmax_uses_the_c_librarys_exp_and_is_within_an_ulp_of_scipys():
+    """policy._softmax: scipy.special.softmax's operations with the C library's exp per element
+    (Python's math.exp is the oracle), whatever exp NumPy picked for this CPU; within rounding
+    of scipy's (which uses NumPy's exp)."""
+    import math
+
     import numpy as np
     from scipy.special import softmax
 
     from fgrpo_theory.policy import _softmax, probabilities
 
+    def oracle(z):
+        shifted = z - z.max(axis=-1, keepdims=True)
+        e = np.array([math.exp(v) for v in shifted.ravel()]).reshape(z.shape)
+        return e / e.sum(axis=-1, keepdims=True)
+
     rng = np.random.default_rng(7)
-    for shape in [(1,), (6,), (1000,), (128_000,), (4, 1024), (3, 5, 7)]:
+    for shape in [(1,), (6,), (1000,), (4, 1024), (3, 5, 7)]:
         for scale in (1e-3, 1.0, 30.0, 700.0):
             z = rng.standard_normal(shape) * scale
-            assert np.array_equal(_softmax(z), softmax(z, axis=-1)), (shape, scale)
+            assert np.array_equal(_softmax(z), oracle(z)), (shape, scale)
+            np.testing.assert_allclose(_softmax(z), softmax(z, axis=-1), rtol=2e-15, atol=1e-300)
     z = np.array([5.0] + [3.0] * 9999 + [0.0] * 118000)
-    assert np.array_equal(probabilities(z), softmax(z))
+    assert np.array_equal(probabilities(z), oracle(z))
+
+
+def test_log_probabilities_use_the_c_library_and_match_mpmath():
+    """log softmax: tmp - log(sum(exp(tmp))) with the C library's exp and log (the oracle:
+    Python's math), and within rounding (2e-15) of a 50-digit mpmath value (hand-sized cases)."""
+    import math
+
+    import mpmath
+    import numpy as np
+
+    from fgrpo_theory.policy import log_probabilities
+
+    rng = np.random.default_rng(3)
+    for shape in [(2,), (6,), (5, 64)]:
+        z = rng.standard_normal(shape) * 3.0
+        tmp = z - z.max(axis=-1, keepdims=True)
+        s = np.array([math.exp(v) for v in tmp.ravel()]).reshape(z.shape).sum(-1, keepdims=True)
+        want = tmp - np.array([math.log(v) for v in s.ravel()]).reshape(s.shape)
+        assert np.array_equal(log_probabilities(z), want)
+    mpmath.mp.dps = 50
+    z = [0.3, -1.7, 2.25, 0.0, -40.0]
+    lse = mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(v)) for v in z))
+    exact = np.array([float(mpmath.mpf(v) - lse) for v in z])
+    np.testing.assert_allclose(log_probabilities(np.array(z)), exact, rtol=1e-15, atol=2e-15)
+    # an infinite maximum is shifted by 0, as scipy.special.log_softmax does
+    assert log_probabilities(np.array([[0.0, 0.0]]))[0, 0] == -math.log(2.0)

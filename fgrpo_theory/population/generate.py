@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._libm import log
 from .._validate import fail
 from .config import PopulationConfig
 
@@ -151,7 +152,7 @@ def generate_population(cfg: PopulationConfig) -> Population:
         if n_rare:
             p0[p, r_idx] = mu[p] * cfg.rare_share / n_rare
         p0[p, inc] = (1.0 - mu[p]) * w[inc] / w[inc].sum()
-    phi0 = np.log(p0)
+    phi0 = log(p0)  # the C library's log on every CPU (NumPy's AVX-512 log rounds differently)
     return Population(
         correct=np.ascontiguousarray(correct),
         rare=np.ascontiguousarray(rare),

@@ -252,6 +252,7 @@ def _per_prompt_frame(out_p, out_c, log_steps, n_train) -> pd.DataFrame:
 def _metrics(pass_k, out_p, g, n_rare_pairs) -> dict[str, np.ndarray]:
     """The exact metrics of prompts ``g`` (theory.md section 13), flattened (run, logged step):
     pass@k, rare coverage@k, rare NLL and its rise from the first logged step, entropy."""
+    from .._libm import power
     from . import kernel as kn
 
     R, n_log = out_p.shape[:2]
@@ -259,11 +260,11 @@ def _metrics(pass_k, out_p, g, n_rare_pairs) -> dict[str, np.ndarray]:
     tau = out_p[:, :, g, kn.P_TAU].clip(0.0, 1.0)
     d: dict[str, np.ndarray] = {}
     for k in pass_k:
-        d[f"pass_at_{k}"] = (1.0 - (1.0 - mu) ** k).mean(axis=2).ravel()
+        d[f"pass_at_{k}"] = (1.0 - power(1.0 - mu, k)).mean(axis=2).ravel()
     hr = n_rare_pairs[g] > 0
     for k in pass_k:
         if hr.any():
-            cov = (1.0 - (1.0 - tau[:, :, hr]) ** k).mean(axis=2).ravel()
+            cov = (1.0 - power(1.0 - tau[:, :, hr], k)).mean(axis=2).ravel()
         else:
             cov = np.full(R * n_log, np.nan)
         d[f"coverage_at_{k}"] = cov

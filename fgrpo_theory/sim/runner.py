@@ -196,6 +196,7 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         b2=float(cfg.beta2),
         eps=float(cfg.adam_eps),
     )
+    from .._libm import exp
     from ..policy import log_probabilities
 
     terms = rc.scheme_terms(
@@ -206,8 +207,8 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
         if cfg.N <= ETAB_MAX_N:  # exp(lr n A(X) / N) for X, n = 0..N, same arithmetic as the kernel
             n = np.arange(cfg.N + 1)[None, :]
             inv_n = 1.0 / cfg.N
-            etab_c = np.exp(cfg.lr * ((n * a["adv_c"][:, None]) * inv_n))
-            etab_w = np.exp(cfg.lr * ((n * a["adv_w"][:, None]) * inv_n))
+            etab_c = exp(cfg.lr * ((n * a["adv_c"][:, None]) * inv_n))  # the C library's, as the
+            etab_w = exp(cfg.lr * ((n * a["adv_w"][:, None]) * inv_n))  # kernel's (_libm)
         else:
             etab_c = etab_w = np.ones((1, 1))
         rec["tree"] = rc.Tree(renorm_every=int(cfg.renorm_every), etab_c=etab_c, etab_w=etab_w)
