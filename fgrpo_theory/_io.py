@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ._trust import pid_alive
 from ._validate import fail
 
 __all__ = [
@@ -301,27 +302,9 @@ def remove_stale_temps(folder: str | os.PathLike[str], key: bytes) -> list[Path]
             head = f".{m.group(1)}.tmp-{m.group(2)}-{m.group(3)}"
             if not hmac.compare_digest(m.group(4), _tag(key, head)):
                 continue
-            if _pid_alive(int(m.group(2))):
+            if pid_alive(int(m.group(2))):
                 continue
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` may exist. On Windows always True: ``os.kill(pid, 0)`` there
-    terminates the process (and these PIDs come from files anyone can plant)."""
-    if os.name == "nt":
-        return True
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError):
-        return False
-    return True

@@ -114,20 +114,23 @@ def _remove_dead_temporaries(folder: Path, of: os.stat_result | None = None) -> 
                         continue
                 elif time.time() - st.st_mtime < _TEMP_SECONDS:
                     continue
-                if _pid_alive(int(m.group(1))):
+                if pid_alive(int(m.group(1))):
                     continue
                 os.unlink(entry.path)
                 removed += 1
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` may exist. On Windows always True: ``os.kill(pid, 0)`` there
-    terminates the process (and these PIDs come from names anyone can plant)."""
-    if os.name == "nt":
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` may exist (the check of every stale lock, key temporary and
+    half-written file of the package). A PID outside 1..2**31-1 never exists; this process
+    always does; otherwise ``os.kill(pid, 0)``: no such process -> False, any other refusal
+    (another user's process) -> True. On Windows always True: ``os.kill(pid, 0)`` there
+    terminates the process (and these PIDs come from names and files anyone can plant)."""
+    if os.name == "nt" or pid == os.getpid():
         return True
-    if not 0 < pid < 2**31 or pid == os.getpid():
-        return pid == os.getpid()
+    if not 0 < pid < 2**31:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

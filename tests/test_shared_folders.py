@@ -671,19 +671,33 @@ def test_a_key_left_linked_to_its_temporary_by_a_crash_is_used(tmp_path):
     assert got is None and "other hard links" in why and other.exists()
 
 
-@pytest.mark.parametrize("module", ["fgrpo_theory._trust", "fgrpo_theory.sim.locks",
-                                    "fgrpo_theory._io"])  # fmt: skip
-def test_pid_checks_never_signal_on_windows(module, monkeypatch):
+def test_pid_checks_never_signal_on_windows(monkeypatch):
     """On Windows ``os.kill(pid, 0)`` terminates the process: a PID is then taken as alive."""
-    import importlib
+    from fgrpo_theory._trust import pid_alive
 
-    mod = importlib.import_module(module)
     calls = []
     monkeypatch.setattr(os, "kill", lambda *a: calls.append(a))
     monkeypatch.setattr(os, "name", "nt")
-    alive = [mod._pid_alive(pid) for pid in (12345, 999999, 1)]
+    alive = [pid_alive(pid) for pid in (12345, 999999, 1, 0, -1)]
     monkeypatch.undo()
-    assert alive == [True, True, True] and calls == []
+    assert alive == [True] * 5 and calls == []
+
+
+def test_pid_check_on_posix_by_hand():
+    """This process is alive; PIDs no process can have are not (no signal is sent: os.kill(0,
+    0) and os.kill(-1, 0) would test a process group); a child that has exited and been reaped
+    is not; PID 1 (init, another user's) is."""
+    import subprocess
+
+    from fgrpo_theory._trust import pid_alive
+
+    if os.name == "nt":
+        pytest.skip("POSIX semantics")
+    assert pid_alive(os.getpid()) and pid_alive(1)
+    assert not any(pid_alive(p) for p in (0, -1, -os.getpid(), 2**31, 2**70))
+    child = subprocess.Popen(["true"])
+    child.wait()
+    assert not pid_alive(child.pid)
 
 
 def test_dead_key_temporaries_are_kept_on_windows_never_signalled(tmp_path, monkeypatch):

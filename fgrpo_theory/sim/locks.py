@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._trust import READ_FLAGS
+from .._trust import READ_FLAGS, pid_alive
 from .grid import config_hash
 
 #: A lock whose file has not been refreshed for this many seconds is stale, whoever holds it.
@@ -41,22 +41,6 @@ _HOST = socket.gethostname()
 #: Tokens of the locks this process holds (a lock naming our PID with another token is a
 #: leftover of an earlier process that had our PID, e.g. PID 1 in a container).
 _MY_TOKENS: set[str] = set()
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` may exist. On Windows always True: ``os.kill(pid, 0)`` there
-    terminates the process (and these PIDs come from files anyone can plant)."""
-    if os.name == "nt":
-        return True
-    if not 0 < pid < 2**31:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
 
 
 def _start_time(pid: int) -> str | None:
@@ -130,7 +114,7 @@ def _lock_state(lock: Path) -> tuple[bool, str, bytes]:
         pid = rec["pid"]
         if pid == os.getpid():
             return rec["token"] not in _MY_TOKENS, _holder(rec), raw
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return True, _holder(rec), raw
         started = _start_time(pid)
         if started is not None and rec.get("start") not in (None, started):
