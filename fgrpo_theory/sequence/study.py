@@ -29,13 +29,15 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .._validate import check_integer, fail
-from .run import SequenceConfig
+
+if TYPE_CHECKING:  # the configs import torch; reading a stored table (match_controls) must not
+    from .run import SequenceConfig
 
 __all__ = [
     "SeqArm",

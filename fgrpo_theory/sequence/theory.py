@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .._validate import fail
 from .task import Prompts, answer_index
@@ -37,7 +36,6 @@ def tail_miss_z(observed: float, expected: np.ndarray) -> float:
     return float("nan") if var == 0 else (observed - float(p.sum())) / np.sqrt(var)
 
 
-@torch.no_grad()
 def lemma31_check(
     model, prompts: Prompts, ids, N: int, n_groups: int, seed: int = 0
 ) -> pd.DataFrame:
@@ -45,6 +43,7 @@ def lemma31_check(
     observed frequency ``p_observed`` of active groups with no rare rollout among ``n_groups``
     groups of ``N``, its standard error ``se`` and ``z``; a last row ``all`` pools the prompts."""
     import pandas as pd
+    import torch
 
     from ..tail_miss import tail_miss_probability
     from .exact import answer_logprobs
@@ -62,10 +61,11 @@ def lemma31_check(
         fail("n_groups", n_groups, "such that prompts x N x n_groups <= 4,000,000")
     L = prompts.task.L
     tok = torch.from_numpy(prompts.tokens[ids])
-    p = answer_logprobs(model, tok, L).exp().numpy()
+    with torch.no_grad():
+        p = answer_logprobs(model, tok, L).exp().numpy()
+        moves, _ = sample_answers(model, tok, N * n_groups, L, torch.Generator().manual_seed(seed))
     mu = (p * prompts.correct[ids]).sum(1)
     tau = (p * prompts.rare[ids]).sum(1)
-    moves, _ = sample_answers(model, tok, N * n_groups, L, torch.Generator().manual_seed(seed))
     idx = answer_index(moves.numpy())  # [prompts, N * n_groups]
     rows = []
     events = np.zeros(len(ids))
