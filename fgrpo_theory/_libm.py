@@ -34,8 +34,12 @@ _EXP_MAX = 709.782712893384
 
 
 def _map(func, a: np.ndarray, *more) -> np.ndarray:
-    out = np.fromiter(map(func, a.ravel().tolist(), *more), dtype=np.float64, count=a.size)
-    return out.reshape(a.shape)
+    """``func`` of every element, in an array laid out in memory as ``a`` is (as a NumPy ufunc
+    lays out its result: the order of a later reduction over it, so its rounding, follows)."""
+    vals = np.fromiter(map(func, a.ravel().tolist(), *more), dtype=np.float64, count=a.size)
+    out = np.empty_like(a, dtype=np.float64)
+    out[...] = vals.reshape(a.shape)
+    return out
 
 
 def exp(x: Any) -> np.ndarray:
@@ -71,7 +75,7 @@ def power(x: Any, k: int) -> np.ndarray:
         fail("k", k, "an integer >= 1")
     k = int(k)
     if k == 1:
-        return a.copy()
+        return a.copy(order="K")
     if k == 2:
         return a * a
     outside = ~((a >= 0.0) & (a <= 1.0))

@@ -44,3 +44,13 @@ def test_power_refuses_what_it_is_not_for():
         _libm.power(np.array([0.5]), 2.5)
     with pytest.raises(ValueError, match=r"^x must be probabilities in \[0, 1\]; got 1.5"):
         _libm.power(np.array([0.5, 1.5]), 3)
+
+
+def test_results_are_laid_out_as_numpys():
+    """A ufunc's result keeps its input's memory order (order 'K'), and a later reduction's
+    rounding depends on it: a transposed input gives a transposed result, as NumPy's does."""
+    x = np.random.default_rng(5).random((3, 7, 5)).transpose(2, 0, 1)
+    for got, numpys in ((_libm.exp(x), np.exp(x)), (_libm.log(x), np.log(x)),
+                        (_libm.power(x, 1), x**1), (_libm.power(x, 2), x**2),
+                        (_libm.power(x, 5), x**5)):  # fmt: skip
+        assert got.strides == numpys.strides
