@@ -85,7 +85,8 @@ def grid(d: pd.DataFrame, metric: str) -> np.ndarray:
 
 def levels(runs: pd.DataFrame, by: str, metrics, n_boot: int = 4_000) -> pd.DataFrame:
     """Median over draws x seeds of each metric per value of ``by`` and split, with its
-    two-level bootstrap interval (draws, then seeds) and every draw's median."""
+    two-level bootstrap interval (draws, then seeds), every draw's median (``draw_medians``) and
+    every run's value (``run_values``: every (draw, seed), draw-major)."""
     from fgrpo_theory.fair.twolevel import per_draw_differences, two_level_interval
 
     rows = []
@@ -97,8 +98,8 @@ def levels(runs: pd.DataFrame, by: str, metrics, n_boot: int = 4_000) -> pd.Data
             z = np.zeros_like(g)
             est, lo, hi = two_level_interval(g, z, n_boot=n_boot)
             rows.append({by: key, "split": split, "metric": m, "median": est, "lo": lo, "hi": hi,
-                         "draw_medians": per_draw_differences(g, z), "draws": g.shape[0],
-                         "seeds": g.shape[1]})  # fmt: skip
+                         "draw_medians": per_draw_differences(g, z), "run_values": g.ravel(),
+                         "draws": g.shape[0], "seeds": g.shape[1]})  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -3,7 +3,9 @@
 Settings fixed before any result (docs/sequence.md, 2026-11-25): the multi-solution grid-route
 task (L = 7) and its SFT model; N = 8, B = 8, 40 steps, AdamW lr 3e-4; arms GRPO, focal gamma
 0.5 and 1, MaxRL, W-REINFORCE (lambda 0.1), PKPO (k = 4), unlikeliness reward (penalty 0.25) (the
-tabular arena's middle coefficients); 8 task draws x 1 seed. Each arm is compared with GRPO at
+tabular arena's middle coefficients); 8 task draws x 2 seeds = 16 runs per arm (1 seed at first;
+2 by the project's rule of at least 16 runs against a progress-matched control, decided for the
+rule, not from results). Each arm is compared with GRPO at
 the learning-rate factor whose median final train pass@1 equals the arm's on the same draw
 (:func:`fgrpo_theory.sequence.study.match_controls`, on the ladder 0.25, 0.5, 1, 2). Added on
 2026-11-25 (docs/sequence.md, "Amendment: the regularizer arms"), with coefficients fixed before
@@ -12,8 +14,8 @@ coefficients; per-token terms with token-mean aggregation, TRL's convention) and
 smoothing at gamma_p = gamma_n = 0.05 / 7 (its code's default 0.05 on the per-token mean
 log-probability; this loop passes the sequence sum over L = 7 moves).
 Figure: one panel per held-out metric, one line per arm (sorted by pass@256), arm minus matched
-GRPO: each draw's difference of medians (dots) and the pooled difference of medians with its 95 %
-two-level paired interval (bar).
+GRPO: every run's difference, arm minus its matched GRPO on the same draw and seed (dots), and the
+pooled difference of medians with its 95 % two-level paired interval (bar).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "c
 
 TITLE = "Sequence rung: the arena's arms at N = 8 vs progress-matched GRPO"
 IN_PAPER = False
-COST_SECONDS = 900
+COST_SECONDS = 1800  # 8 draws x 2 seeds: twice the 1-seed estimate (1 seed took 371 s on 27 Nov)
 STORED = True
 
 #: (name, scheme spec, family, coefficient label)
@@ -64,7 +66,7 @@ _LABELS = {"pass_at_1": "pass@1 (points)", "pass_at_16": "pass@16 (points)",
 @dataclass(frozen=True)
 class Params:
     draws: tuple[int, ...] = tuple(range(8))
-    seeds: int = 1
+    seeds: int = 2
     steps: int = 40
     N: int = 8
     ladder: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
@@ -106,8 +108,9 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         for _, r in s[s.metric == m].iterrows():
             col = up if r.lo > 0 else (down if r.hi < 0 else flat)
             yy = y[r.arm]
-            ax.plot(r.draw_diffs, np.full(len(r.draw_diffs), yy), ".", ms=2.5, color=col,
-                    alpha=0.5)  # fmt: skip
+            # runs just below their arm's bar, so that the bar does not hide them
+            ax.plot(r.run_diffs, np.full(len(r.run_diffs), yy - 0.22), ".", ms=2.5, color=col,
+                    alpha=0.5, mec="none")  # fmt: skip
             ax.errorbar([r["median"]], [yy], xerr=[[r["median"] - r.lo], [r.hi - r["median"]]],
                         fmt="o", ms=3, color=col, capsize=1.5, lw=0.8)  # fmt: skip
         ax.axvline(0.0, color="0.5", lw=0.6)
@@ -115,13 +118,14 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         ax.set_xlabel(f"arm - matched GRPO: {_LABELS[m]}", fontsize=6)
     runs = df[df.role == "arm"]
     ladder = ", ".join(f"{f:g}" for f in params.ladder)
+    n_runs = runs.groupby(["population_seed", "seed_index"]).ngroups
     footnote(fig, (
         f"Sequence rung, held-out prompts at equal train pass@1: each arm minus GRPO "
         f"progress-matched on each of {runs.population_seed.nunique()} task draws x "
-        f"{runs.seed_index.nunique()} seed(s) (ladder lr x {ladder}, interpolated); "
-        f"N = {params.N}, B = 8, {params.steps} steps, AdamW lr 3e-4, "
-        "multi-solution grid routes (L = 7). Dots = each draw's difference of medians; bar = "
-        "pooled difference of medians with its 95% two-level paired interval; blue = interval "
-        "above 0, orange = below 0, green = across 0."
+        f"{runs.seed_index.nunique()} seed(s) = {n_runs} runs per arm (ladder lr x {ladder}, "
+        f"interpolated); N = {params.N}, B = 8, {params.steps} steps, AdamW lr 3e-4, "
+        "multi-solution grid routes (L = 7). Dots = runs (draw x seed), arm minus matched GRPO on "
+        "the same draw and seed; bar = pooled difference of medians with its 95% two-level paired "
+        "interval; blue = interval above 0, orange = below 0, green = across 0."
         + (f" Not run: {', '.join(MISSING)}." if MISSING else "")), width=150)  # fmt: skip
     return fig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fgrpo_theory.population import PopulationConfig, generate_population, simulate_population
@@ -64,6 +65,25 @@ def test_draws_are_deterministic_and_summary_is_two_level():
         e = one[(one.population_seed == d) & (one.split == "train")]
         want = np.median(e[e.role == "arm"].pass_at_1) - np.median(e[e.role == "control"].pass_at_1)
         assert s.draw_diffs.iloc[0][i] == pytest.approx(want, abs=1e-15)
+
+
+def test_run_diffs_are_every_draw_and_seed_arm_minus_control_by_hand():
+    # 2 draws (5 and 2, given out of order) x 2 seeds; values exact in binary so the expected
+    # differences are written out by hand: draw 2 first (sorted), seed 0 then seed 1
+    vals = {("arm", 2): (0.25, 0.5), ("control", 2): (0.125, 0.75),
+            ("arm", 5): (0.75, 0.5), ("control", 5): (0.5, 0.625)}  # fmt: skip
+    rows = [dict(arm="x", family="x", coef="", role=role, split=split, population_seed=d,
+                 seed_index=si, pass_at_1=v[si], match_error=0.0, matched=True)
+            for (role, d), v in vals.items()
+            for split in ("train", "test") for si in (1, 0)]  # fmt: skip
+    df = pd.DataFrame(rows[::-1])
+    s = summarize_arms(df, ["pass_at_1"], split="test", scale={"pass_at_1": 100.0}, n_boot=200)
+    r = s.iloc[0]
+    assert (r.draws, r.seeds) == (2, 2)
+    # draw 2: 25 - 12.5, 50 - 75; draw 5: 75 - 50, 50 - 62.5 (points)
+    assert list(r.run_diffs) == [12.5, -25.0, 25.0, -12.5]
+    # each draw's difference of medians: 37.5 - 43.75 and 62.5 - 56.25
+    assert list(r.draw_diffs) == [-6.25, 6.25]
 
 
 def test_population_seeds_keep_the_declared_distribution():

@@ -330,11 +330,13 @@ def summarize_arms(
 
     Columns: ``arm``, ``family``, ``coef``, ``metric``, ``arm_median``, ``control_median``,
     ``median`` (difference of the pooled medians), ``lo``, ``hi`` (95 % two-level paired
-    bootstrap), ``draw_diffs`` (per-draw difference of medians, draw order), ``draws_up``
-    (draws with a positive difference), ``draws``, ``seeds``, ``bimodal_draws`` (draws whose
-    arm or control train pass@1 over seeds has Sarle's coefficient > 5/9), ``bimodal_pooled``
-    (the same test on every seed's deviation from its draw's median, both arms), and the largest
-    absolute ``match_error``. ``scale`` multiplies a metric (100 for pass@k in points).
+    bootstrap), ``draw_diffs`` (per-draw difference of medians, draw order), ``run_diffs`` (arm
+    minus control of every run, i.e. every (draw, seed) pair, draw-major: seed 0..S-1 of the
+    first draw, then the next draw), ``draws_up`` (draws with a positive difference), ``draws``,
+    ``seeds``, ``bimodal_draws`` (draws whose arm or control train pass@1 over seeds has Sarle's
+    coefficient > 5/9), ``bimodal_pooled`` (the same test on every seed's deviation from its
+    draw's median, both arms), and the largest absolute ``match_error``. ``scale`` multiplies a
+    metric (100 for pass@k in points).
     """
     from ..fair.twolevel import per_draw_differences, two_level_interval
 
@@ -363,8 +365,9 @@ def summarize_arms(
             dd = per_draw_differences(A, C)
             rows.append(dict(arm=name, family=e.family.iloc[0], coef=e.coef.iloc[0], metric=m,
                              arm_median=float(np.median(A)), control_median=float(np.median(C)),
-                             median=est, lo=lo, hi=hi, draw_diffs=dd, draws_up=int((dd > 0).sum()),
-                             draws=A.shape[0], seeds=A.shape[1], bimodal_draws=int(bim),
+                             median=est, lo=lo, hi=hi, draw_diffs=dd, run_diffs=(A - C).ravel(),
+                             draws_up=int((dd > 0).sum()), draws=A.shape[0], seeds=A.shape[1],
+                             bimodal_draws=int(bim),
                              bimodal_pooled=bool(pooled), max_match_error=err,
                              unmatched_draws=unmatched))  # fmt: skip
     return pd.DataFrame(rows)
