@@ -109,7 +109,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             col = up if r.lo > 0 else (down if r.hi < 0 else flat)
             yy = y[r.arm]
             # runs just below their arm's bar, so that the bar does not hide them
-            ax.plot(r.run_diffs, np.full(len(r.run_diffs), yy - 0.22), ".", ms=2.5, color=col,
+            ax.plot(r.run_diffs, np.full(len(r.run_diffs), yy - 0.22), ".", ms=3, color=col,
                     alpha=0.5, mec="none")  # fmt: skip
             ax.errorbar([r["median"]], [yy], xerr=[[r["median"] - r.lo], [r.hi - r["median"]]],
                         fmt="o", ms=3, color=col, capsize=1.5, lw=0.8)  # fmt: skip

@@ -104,7 +104,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         st = s[(s.metric == m) & (s.N == 0)]
         x = e.N.to_numpy(float)
         for xi, rv in zip(x, e.run_values, strict=True):
-            ax.plot(np.full(len(rv), xi) * 1.06, rv, ".", ms=2, color=c[1], alpha=0.5, mec="none")
+            ax.plot(np.full(len(rv), xi) * 1.06, rv, ".", ms=3, color=c[1], alpha=0.5, mec="none")
         ax.errorbar(x, e["median"], yerr=[e["median"] - e.lo, e.hi - e["median"]], fmt="o-",
                     ms=3.5, color=c[0], capsize=2, lw=1)  # fmt: skip
         if len(st):

@@ -111,7 +111,7 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
             e = s[(s.metric == m) & s.arm.str.startswith(name + " N=")].sort_values("N")
             x = e.N.to_numpy(float) * (1 + 0.06 * (2 * k - 1))
             for xi, rd in zip(x, e.run_diffs, strict=True):  # runs on the bar's outer side
-                ax.plot(np.full(len(rd), xi * (1 + 0.03 * (2 * k - 1))), rd, ".", ms=2.5,
+                ax.plot(np.full(len(rd), xi * (1 + 0.03 * (2 * k - 1))), rd, ".", ms=3,
                         color=cols[name], alpha=0.5, mec="none")  # fmt: skip
             ax.errorbar(x, e["median"], yerr=[e["median"] - e.lo, e.hi - e["median"]], fmt="o",
                         ms=3.5, capsize=2, lw=1, color=cols[name],
