@@ -113,7 +113,7 @@ def compared(runs: pd.DataFrame) -> pd.DataFrame:
 
 def arm_summary(runs: pd.DataFrame, metrics, scale=None, n_boot: int = 4_000) -> pd.DataFrame:
     """Arm minus matched GRPO per arm and metric on held-out prompts, two-level intervals
-    (:func:`fgrpo_theory.population.draws.summarize_arms` on the matched table)."""
-    from fgrpo_theory.population.draws import summarize_arms
+    (:func:`fgrpo_theory.fair.twolevel.summarize_arms` on the matched table)."""
+    from fgrpo_theory.fair.twolevel import summarize_arms
 
     return summarize_arms(compared(runs), metrics, split="test", scale=scale, n_boot=n_boot)

@@ -108,8 +108,8 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Arm minus matched GRPO per setting, arm and metric (test prompts; pass@k in points):
-    :func:`~fgrpo_theory.population.draws.summarize_arms` with a ``setting`` column."""
-    from fgrpo_theory.population.draws import summarize_arms
+    :func:`~fgrpo_theory.fair.twolevel.summarize_arms` with a ``setting`` column."""
+    from fgrpo_theory.fair.twolevel import summarize_arms
 
     runs = df[df["table"] == "runs"]
     out = []

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 import fgrpo_theory
-from fgrpo_theory import _imports, _numba_cache
+from fgrpo_theory import _imports, _trust
 from fgrpo_theory._imports import module_file
-from fgrpo_theory._numba_cache import user_cache_dir
+from fgrpo_theory._trust import user_cache_dir
 
 __all__ = [
     "CACHE_ENV",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: Environment variable that overrides the cache folder.
-CACHE_ENV = _numba_cache.CACHE_ENV
+CACHE_ENV = _trust.CACHE_ENV
 
 _EXP_DIR = Path(__file__).resolve().parent
 _PKG_DIR = Path(fgrpo_theory.__file__).resolve().parent
@@ -55,7 +55,7 @@ _NOT_COMPUTING = ("fgrpo_theory.plotting", "fgrpo_theory.cli")
 
 def cache_dir() -> Path:
     """The cache folder: ``$FGRPO_THEORY_CACHE_DIR``, else ``$XDG_CACHE_HOME/fgrpo-theory``,
-    else ``~/.cache/fgrpo-theory`` (the library's :func:`fgrpo_theory._numba_cache.user_cache_dir`,
+    else ``~/.cache/fgrpo-theory`` (the library's :func:`fgrpo_theory._trust.user_cache_dir`,
     where the compiled kernels are kept too)."""
     return user_cache_dir()
 

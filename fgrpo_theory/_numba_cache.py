@@ -44,8 +44,8 @@ __all__ = [
     "announce_compilation",
 ]
 
-#: Environment variable that overrides the cache folder (figure tables, runs, Numba code).
-CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
+# The package's cache folder (figure tables, runs, SFT checkpoints, Numba code), re-exported.
+from ._trust import CACHE_ENV, user_cache_dir  # noqa: E402
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _registered = False
@@ -58,17 +58,6 @@ COMPILE_NOTICE = (
     "fgrpo-theory: compiling the simulator kernels (first run only, about 20 s; "
     "then cached in {where})..."
 )
-
-
-def user_cache_dir() -> Path:
-    """The cache folder: ``$FGRPO_THEORY_CACHE_DIR``, else ``$XDG_CACHE_HOME/fgrpo-theory``,
-    else ``~/.cache/fgrpo-theory``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "fgrpo-theory"
 
 
 @lru_cache(maxsize=1)

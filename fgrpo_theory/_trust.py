@@ -26,7 +26,8 @@ import secrets
 import stat
 from pathlib import Path
 
-__all__ = ["KEY_NAME", "READ_FLAGS", "folder_key", "keyed_digest", "owned_private_dir", "make_dir"]
+__all__ = ["KEY_NAME", "READ_FLAGS", "CACHE_ENV", "folder_key", "keyed_digest", "owned_private_dir",
+           "make_dir", "pid_alive", "user_cache_dir"]  # fmt: skip
 
 #: Name of the key file in a folder of results.
 KEY_NAME = ".fgrpo-theory.key"
@@ -408,3 +409,18 @@ def make_dir(path: str | os.PathLike[str], mode: int = 0o700) -> str | None:
     except OSError as e:
         return f"{p} cannot be created ({e.strerror or e})"
     return None
+
+
+#: Environment variable naming the package's cache folder (kernels, tables, SFT checkpoints).
+CACHE_ENV = "FGRPO_THEORY_CACHE_DIR"
+
+
+def user_cache_dir() -> Path:
+    """The cache folder: ``$FGRPO_THEORY_CACHE_DIR``, else ``$XDG_CACHE_HOME/fgrpo-theory``,
+    else ``~/.cache/fgrpo-theory``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "fgrpo-theory"

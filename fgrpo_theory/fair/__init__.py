@@ -15,34 +15,42 @@ Built on the simulator's public API (:func:`fgrpo_theory.sim.simulate`).
 
 from __future__ import annotations
 
-from .compare import (
-    paired_differences,
-    run_arms,
-    run_comparison,
-    subset_sizes,
-    summarize_comparison,
-)
-from .controls import (
-    ARM_NAMES,
-    CONTROLS,
-    ProgressMatch,
-    arm_configs,
-    h_multiplier,
-    h_value,
-    m_multiplier,
-    match_factor,
-    match_progress,
-)
-from .lr import LrAdvice, h_profile, lr_advice, lr_advice_table, step_ratio
-from .progress import (
-    DEFAULT_THRESHOLDS,
-    progress_curve,
-    rare_nll_rise,
-    summarize_thresholds,
-    threshold_metrics,
-)
-from .stats import DEFAULT_SEEDS, paired_bootstrap_interval, summarize_seeds
-from .twolevel import bimodality_coefficient, per_draw_differences, two_level_interval
+# Names load on first use (PEP 562): the statistics (:mod:`.stats`, :mod:`.twolevel`) do not
+# import the simulator, so code that only needs them (the sequence rung's summaries) neither
+# runs nor depends on it (the experiments' code digests follow what a module may import).
+_LAZY = {
+    "paired_differences": "compare",
+    "run_arms": "compare",
+    "run_comparison": "compare",
+    "subset_sizes": "compare",
+    "summarize_comparison": "compare",
+    "ARM_NAMES": "controls",
+    "CONTROLS": "controls",
+    "ProgressMatch": "controls",
+    "arm_configs": "controls",
+    "h_multiplier": "controls",
+    "h_value": "controls",
+    "m_multiplier": "controls",
+    "match_factor": "controls",
+    "match_progress": "controls",
+    "LrAdvice": "lr",
+    "h_profile": "lr",
+    "lr_advice": "lr",
+    "lr_advice_table": "lr",
+    "step_ratio": "lr",
+    "DEFAULT_THRESHOLDS": "progress",
+    "progress_curve": "progress",
+    "rare_nll_rise": "progress",
+    "summarize_thresholds": "progress",
+    "threshold_metrics": "progress",
+    "DEFAULT_SEEDS": "stats",
+    "paired_bootstrap_interval": "stats",
+    "summarize_seeds": "stats",
+    "bimodality_coefficient": "twolevel",
+    "per_draw_differences": "twolevel",
+    "two_level_interval": "twolevel",
+}
+
 
 __all__ = [
     "bimodality_coefficient",
@@ -76,3 +84,19 @@ __all__ = [
     "summarize_thresholds",
     "threshold_metrics",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name on first access (PEP 562)."""
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_integer, fail
+from ..fair.twolevel import summarize_arms, variance_components  # re-exported here
 from .config import PopulationConfig
 from .generate import generate_population
 
@@ -303,91 +304,3 @@ def compare_arms_on_draws(
     if len(set(names)) != len(names):
         fail("arms", names, "distinct arm names")
     return map_draws(compare_arms, base, population_seeds, workers=workers, arms=tuple(arms), **kw)
-
-
-def _grid(d: pd.DataFrame, metric: str) -> np.ndarray:
-    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
-    d = d.sort_values(["population_seed", "seed_index"])
-    D = d["population_seed"].nunique()
-    return d[metric].to_numpy(float).reshape(D, -1)
-
-
-def _bimodal(x: np.ndarray) -> bool:
-    from ..fair.twolevel import BIMODAL_THRESHOLD, bimodality_coefficient
-
-    return x.size >= 4 and bimodality_coefficient(x) > BIMODAL_THRESHOLD
-
-
-def summarize_arms(
-    df: pd.DataFrame,
-    metrics: Sequence[str] = METRICS,
-    *,
-    split: str = "test",
-    scale: dict[str, float] | None = None,
-    n_boot: int = 4_000,
-) -> pd.DataFrame:
-    """Arm minus its matched control per arm and metric, over draws x seeds.
-
-    Columns: ``arm``, ``family``, ``coef``, ``metric``, ``arm_median``, ``control_median``,
-    ``median`` (difference of the pooled medians), ``lo``, ``hi`` (95 % two-level paired
-    bootstrap), ``draw_diffs`` (per-draw difference of medians, draw order), ``run_diffs`` (arm
-    minus control of every run, i.e. every (draw, seed) pair, draw-major: seed 0..S-1 of the
-    first draw, then the next draw), ``draws_up`` (draws with a positive difference), ``draws``,
-    ``seeds``, ``bimodal_draws`` (draws whose arm or control train pass@1 over seeds has Sarle's
-    coefficient > 5/9), ``bimodal_pooled`` (the same test on every seed's deviation from its
-    draw's median, both arms), and the largest absolute ``match_error``. ``scale`` multiplies a
-    metric (100 for pass@k in points).
-    """
-    from ..fair.twolevel import per_draw_differences, two_level_interval
-
-    scale = {} if scale is None else scale
-    rows = []
-    for name in dict.fromkeys(df["arm"]):
-        e = df[df["arm"] == name]
-        a_tr = e[(e.role == "arm") & (e.split == "train")]
-        c_tr = e[(e.role == "control") & (e.split == "train")]
-        if len(c_tr) == 0:
-            continue
-        ga, gc = _grid(a_tr, "pass_at_1"), _grid(c_tr, "pass_at_1")
-        bim = sum(_bimodal(ga[i]) or _bimodal(gc[i]) for i in range(len(ga)))
-        resid = np.concatenate([(ga - np.median(ga, 1, keepdims=True)).ravel(),
-                                (gc - np.median(gc, 1, keepdims=True)).ravel()])  # fmt: skip
-        pooled = _bimodal(resid)
-        err = float(np.nanmax(np.abs(c_tr["match_error"].to_numpy(float))))
-        unmatched = int((~c_tr.groupby("population_seed")["matched"].first()).sum())
-        for m in metrics:
-            s = float(scale.get(m, 1.0))
-            A = _grid(e[(e.role == "arm") & (e.split == split)], m) * s
-            C = _grid(e[(e.role == "control") & (e.split == split)], m) * s
-            if not (np.isfinite(A).all() and np.isfinite(C).all()):
-                continue
-            est, lo, hi = two_level_interval(A, C, n_boot=n_boot)
-            dd = per_draw_differences(A, C)
-            rows.append(dict(arm=name, family=e.family.iloc[0], coef=e.coef.iloc[0], metric=m,
-                             arm_median=float(np.median(A)), control_median=float(np.median(C)),
-                             median=est, lo=lo, hi=hi, draw_diffs=dd, run_diffs=(A - C).ravel(),
-                             draws_up=int((dd > 0).sum()), draws=A.shape[0], seeds=A.shape[1],
-                             bimodal_draws=int(bim),
-                             bimodal_pooled=bool(pooled), max_match_error=err,
-                             unmatched_draws=unmatched))  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def variance_components(a: Any, b: Any | None = None) -> dict[str, float]:
-    """Between-draw and within-draw variance of a [draws, seeds] grid (of ``a - b`` if given).
-
-    One-way random-effects ANOVA (method of moments): ``within`` = mean over draws of the seed
-    variance, ``between`` = max(0, var of draw means - within / S); ``var_mean_D_S`` = between
-    / D + within / (D S), the variance of the grand mean; ``share_between`` = between / (between
-    + within / S) (the share of a draw mean's variance due to the draw).
-    """
-    x = np.asarray(a, dtype=float) - (0.0 if b is None else np.asarray(b, dtype=float))
-    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
-        fail("a", f"shape {x.shape}", "a [draws >= 2, seeds >= 2] grid")
-    D, S = x.shape
-    within = float(x.var(axis=1, ddof=1).mean())
-    between = max(0.0, float(x.mean(axis=1).var(ddof=1)) - within / S)
-    tot = between + within / S
-    return dict(draws=D, seeds=S, between=between, within=within,
-                var_mean_D_S=between / D + within / (D * S),
-                share_between=between / tot if tot > 0 else float("nan"))  # fmt: skip

@@ -11,7 +11,7 @@ The checkpoint is a pure function of (task, model, SFT config, code, torch versi
 CPU kernels torch runs: :func:`._isa.label`):
 :func:`load_or_train_sft` keys it by the hash of the configs plus a digest of this package's
 sequence sources and stores it under ``<user cache>/sequence/`` (see
-:func:`fgrpo_theory._numba_cache.user_cache_dir`), written atomically.
+:func:`fgrpo_theory._trust.user_cache_dir`), written atomically.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def sft_key(task: GridTask, model: ModelConfig, sft: SFTConfig, threads: int) ->
 
 
 def sft_cache_path(task: GridTask, model: ModelConfig, sft: SFTConfig, threads: int = 1) -> Path:
-    from .._numba_cache import user_cache_dir
+    from .._trust import user_cache_dir
 
     return user_cache_dir() / "sequence" / f"sft-{sft_key(task, model, sft, threads)}.pt"
 

@@ -18,7 +18,7 @@ paired by draw and seed, as :func:`fgrpo_theory.fair.two_level_interval` needs.
   (GRPO at the arm's N) at the learning-rate factor whose median final train pass@1 over the
   seeds equals the arm's, found by log-linear interpolation on the ladder; each seed's control
   metrics are interpolated between the two bracketing rungs of the same seed with the same
-  weight. The table has the columns of :func:`fgrpo_theory.population.draws.summarize_arms`
+  weight. The table has the columns of :func:`fgrpo_theory.fair.twolevel.summarize_arms`
   (``population_seed`` is the task draw), which gives the two-level intervals.
 """
 
