@@ -57,3 +57,7 @@ jit_fast_inline = njit(fastmath=FM, inline="always", **_COMMON)
 jit_elementwise = njit(fastmath=FM_EW, **_COMMON)
 #: the parallel loops over runs (prange)
 jit_parallel = njit(parallel=True, fastmath=False, **_COMMON)
+#: a serial loop over a block of runs that releases the GIL: the simulator's batch kernels, run
+#: on Python threads, one block of runs each (``runner._run_chunk``). Not ``parallel=True``:
+#: Numba's parfor passes and their lowering were 22-35 % of a cold start's compilation.
+jit_batch = njit(nogil=True, fastmath=False, **_COMMON)

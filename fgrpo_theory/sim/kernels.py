@@ -46,9 +46,8 @@ threshold t, the first step whose Q_pos is >= t and the metrics row of that step
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ._jit import jit_fast, jit_fast_inline, jit_parallel
+from ._jit import jit_batch, jit_fast, jit_fast_inline
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -241,18 +240,23 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
 
 # ONE run loop for both paths: ``tr`` is the sum tree's record, or ``None`` on the dense path.
 # Numba compiles a function once per argument type and prunes ``if tr is None`` branches at
-# compile time, so each path gets a specialization without the other's code (nothing is decided
+# compile time where ``tr`` IS None (not where it is a record: Numba decides ``x is None`` at
+# compile time only for an argument typed None), so the dense code sits under ``if dn is not
+# None``, ``dn`` = None on the sum-tree path; each path gets a specialization without the other's
+# code (measured: the sum-tree path compiled the dense code too before; nothing is decided
 # per step at run time): the bookkeeping of a group (active count, tail misses, dynamic-sampling
 # redraws), the logged rows and the thresholds are written once. (Measured before: a draw
 # function dispatching on the path at run time was 1.7x slower on the sum-tree path at K = 6.)
 
 
 @jit_fast
-def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io, ints,
-              tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
+def run_steps(prob, log, alg, opt, tr, dn, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io,
+              ints, tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit
     moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
-    advantages). ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
+    advantages); ``dn``: None on the sum-tree path, True on the dense path (see above).
+    ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled).
+    ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
     (dense path only): per-action advantages of a likelihood-aware scheme computed from the
     group's ``p_old`` (:func:`~.kcore._likelihood_advantages`) and/or the regularizers' weights
     added to every logit's coefficient (:func:`~.kcore._regularizer_coefficients`), at each
@@ -310,10 +314,15 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
     hit = np.zeros(n_sub, np.bool_)
     inv_n = 1.0 / N
     ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
-    thresholds = log.thresholds
-    n_thr = thresholds.shape[0]
-    ti = _thr_pending(thr_step)
-    scratch = np.zeros(out.shape[1])
+    # thr_step = None (no thresholds): the threshold code is pruned at compile time
+    if thr_step is None:
+        n_thr = 0
+        ti = 0
+    else:
+        thresholds = log.thresholds
+        n_thr = thresholds.shape[0]
+        ti = _thr_pending(thr_step)
+        scratch = np.zeros(out.shape[1])
     li = ints[I_LOG]
     if step_lo == 0:
         li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
@@ -321,33 +330,34 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
     if tr is None:
-        dual_c = alg.dual_c
-        sampler = alg.sampler
-        mm = mm_io
-        vv = vv_io
-        e = np.empty(K, z.dtype)  # weights and cvec in the logits' precision (kfloat)
-        cum = np.empty(K if sampler == SAMPLER_IID else 1)
-        gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
-        cvec = np.zeros(K, z.dtype)
-        ibuf = np.empty(K, np.int64)
-        sc = ibuf.view(np.float64)
-        pold = np.empty(D)
-        lo_b = 1.0 - alg.clip_lo
-        hi_b = 1.0 + alg.clip_hi
-        cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
-        if ti < n_thr:
-            for i in range(K):
-                cf[i] = correct[i]
-        t_opt = ints[I_TOPT]
-        margin = THR_MARGIN if z.itemsize == 8 else THR_MARGIN32
-        zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
-        if sr is not None:
-            lik = sr.kind != SCH_TABLE  # a likelihood-aware advantage (else the tables)
-            reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0  # a regularizer moves every logit
-            adv_t = np.empty(D)
-            lp_t = np.empty(D)
-            order = np.empty(D, np.int64)
-            lq = sr.lq[0]
+        if dn is not None:  # (prunes the dense code on the sum-tree path)
+            dual_c = alg.dual_c
+            sampler = alg.sampler
+            mm = mm_io
+            vv = vv_io
+            e = np.empty(K, z.dtype)  # weights and cvec in the logits' precision (kfloat)
+            cum = np.empty(K if sampler == SAMPLER_IID else 1)
+            gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
+            cvec = np.zeros(K, z.dtype)
+            ibuf = np.empty(K, np.int64)
+            sc = ibuf.view(np.float64)
+            pold = np.empty(D)
+            lo_b = 1.0 - alg.clip_lo
+            hi_b = 1.0 + alg.clip_hi
+            cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
+            if ti < n_thr:
+                for i in range(K):
+                    cf[i] = correct[i]
+            t_opt = ints[I_TOPT]
+            margin = THR_MARGIN if z.itemsize == 8 else THR_MARGIN32
+            zmax = _max(z)  # (the value left by the previous update, recomputed: max is exact)
+            if sr is not None:
+                lik = sr.kind != SCH_TABLE  # a likelihood-aware advantage (else the tables)
+                reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0  # a regularizer moves every logit
+                adv_t = np.empty(D)
+                lp_t = np.empty(D)
+                order = np.empty(D, np.int64)
+                lq = sr.lq[0]
     else:
         P = 1
         while P < K:
@@ -362,8 +372,9 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
         track = ti < n_thr  # keep the running correct mass wc (+ compensation wcc) of the tree
         wc = 0.0
         wcc = 0.0
-        if track:
-            wc, wcc = _tree_correct_sum(tree, P, correct)
+        if thr_step is not None:
+            if track:
+                wc, wcc = _tree_correct_sum(tree, P, correct)
         etab_c = tr.etab_c
         etab_w = tr.etab_w
         renorm_every = tr.renorm_every
@@ -380,26 +391,29 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
         # once the tree has not changed for two steps, forgotten (empty) when it changes; the
         # comparison with the range is written with & (a short-circuit "and" there measured 2x
         # slower: it breaks the loop of predicted descents into branches)
-        kd = 0
+        kd = np.int64(0)  # (a literal 0 would compile tree_leaf_range for it too)
         r_lo = 1.0
         r_hi = 0.0
         quiet = 0
     for step in range(step_lo + 1, step_hi + 1):
         if tr is None:
-            S = _exp_v(z, e, zmax, ibuf, sc)
-            if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - margin) * S:
-                ti = _thr_check(
-                    z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
-                    thr_step,
-                )  # fmt: skip
-            nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
+            if dn is not None:
+                S = _exp_v(z, e, zmax, ibuf, sc)
+                if thr_step is not None:
+                    if ti < n_thr and _masked_sum8(e, cf) >= (thresholds[ti] - margin) * S:
+                        ti = _thr_check(
+                            z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch,
+                            thr_out, thr_step,
+                        )  # fmt: skip
+                nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
         else:
-            if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
-                ti = _thr_check(
-                    z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch, thr_out,
-                    thr_step,
-                )  # fmt: skip
-                track = ti < n_thr
+            if thr_step is not None:
+                if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
+                    ti = _thr_check(
+                        z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch,
+                        thr_out, thr_step,
+                    )  # fmt: skip
+                    track = ti < n_thr
             nd, X = _draw_tree(
                 tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo, r_hi
             )
@@ -413,7 +427,10 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
             while keep[X] == 0 and r < max_res:
                 _clear_counts(cnt, touched, nd)
                 if tr is None:
-                    nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
+                    if dn is not None:
+                        nd, X = _draw_v(
+                            sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc
+                        )
                 else:
                     nd, X = _draw_tree(
                         tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo, r_hi
@@ -425,61 +442,62 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
                 if n_sub > 0:
                     _count_tail(touched, nd, submask, hit, ktails)
         if tr is None:
-            inv_s = 1.0 / S
-            if alg.inner > 1:
-                for j in range(nd):
-                    pold[j] = e[touched[j]] * inv_s
-            if sr is not None:
-                if lik:
-                    if alg.inner == 1:
-                        for j in range(nd):
-                            pold[j] = e[touched[j]] * inv_s
-                    _likelihood_advantages(
-                        sr, touched, nd, cnt, correct, X, N, pold, lp_t, order, adv_t
-                    )
-            for u in range(alg.inner):
-                if u > 0:
-                    S = _exp_v(z, e, zmax, ibuf, sc)
-                    inv_s = 1.0 / S
-                if sr is None:
-                    C = _coefficients(
-                        touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
-                        u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
-                    )  # fmt: skip
-                else:
+            if dn is not None:
+                inv_s = 1.0 / S
+                if alg.inner > 1:
+                    for j in range(nd):
+                        pold[j] = e[touched[j]] * inv_s
+                if sr is not None:
                     if lik:
-                        C = _coefficients_at(
-                            touched, nd, cnt, adv_t, e, inv_s, pold, u == 0, alg.rule,
-                            alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
-                        )  # fmt: skip
-                    else:
+                        if alg.inner == 1:
+                            for j in range(nd):
+                                pold[j] = e[touched[j]] * inv_s
+                        _likelihood_advantages(
+                            sr, touched, nd, cnt, correct, X, N, pold, lp_t, order, adv_t
+                        )
+                for u in range(alg.inner):
+                    if u > 0:
+                        S = _exp_v(z, e, zmax, ibuf, sc)
+                        inv_s = 1.0 / S
+                    if sr is None:
                         C = _coefficients(
                             touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
                             u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
                         )  # fmt: skip
-                    if reg:
-                        C += _regularizer_coefficients(
-                            sr, z, e, zmax, inv_s, lq, touched, nd, cnt, N, cvec
-                        )
-                t_opt += 1
-                if opt.kind == OPT_SGD:
-                    _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
-                else:
-                    _adam_v(
-                        z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd, opt.kind == OPT_ADAMW,
-                        opt.b1, opt.b2, opt.eps, t_opt, mm, vv,
-                    )  # fmt: skip
-                zmax = _max(z)
-                if sr is None:
-                    for j in range(nd):
-                        cvec[touched[j]] = 0.0
-                elif reg:
-                    for i in range(K):
-                        cvec[i] = 0.0
-                else:
-                    for j in range(nd):
-                        cvec[touched[j]] = 0.0
-            _clear_counts(cnt, touched, nd)
+                    else:
+                        if lik:
+                            C = _coefficients_at(
+                                touched, nd, cnt, adv_t, e, inv_s, pold, u == 0, alg.rule,
+                                alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                            )  # fmt: skip
+                        else:
+                            C = _coefficients(
+                                touched, nd, cnt, correct, X, adv_c, adv_w, e, inv_s, pold,
+                                u == 0, alg.rule, alg.algo, lo_b, hi_b, alg.zero_sum, cvec, dual_c,
+                            )  # fmt: skip
+                        if reg:
+                            C += _regularizer_coefficients(
+                                sr, z, e, zmax, inv_s, lq, touched, nd, cnt, N, cvec
+                            )
+                    t_opt += 1
+                    if opt.kind == OPT_SGD:
+                        _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
+                    else:
+                        _adam_v(
+                            z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd, opt.kind == OPT_ADAMW,
+                            opt.b1, opt.b2, opt.eps, t_opt, mm, vv,
+                        )  # fmt: skip
+                    zmax = _max(z)
+                    if sr is None:
+                        for j in range(nd):
+                            cvec[touched[j]] = 0.0
+                    elif reg:
+                        for i in range(K):
+                            cvec[i] = 0.0
+                    else:
+                        for j in range(nd):
+                            cvec[touched[j]] = 0.0
+                _clear_counts(cnt, touched, nd)
         else:
             ac = adv_c[X]
             aw = adv_w[X]
@@ -488,7 +506,7 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
             if rebuild:
                 countdown = renorm_every
             cmax = 0
-            kmax = 0
+            kmax = np.int64(0)  # not the literal 0: one type for tree_leaf_range's argument
             for j in range(nd):
                 if cnt[touched[j]] > cmax:
                     cmax = cnt[touched[j]]
@@ -514,16 +532,18 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
                     w = tree[P + k] * (etab_c[X, n] if c else etab_w[X, n])
                 else:
                     w = np.exp(zk - shift)
-                if track and c:  # running correct mass: + new weight - old weight, compensated
-                    wc, wcc = _kadd2(wc, wcc, w)
-                    wc, wcc = _kadd2(wc, wcc, -tree[P + k])
+                if thr_step is not None:
+                    if track and c:  # running correct mass: + new weight - old, compensated
+                        wc, wcc = _kadd2(wc, wcc, w)
+                        wc, wcc = _kadd2(wc, wcc, -tree[P + k])
                 tree_set(tree, P, k, w)
                 cnt[k] = 0
             lanes = 4 * cmax < 3 * N
             if rebuild:
                 shift = tree_build(z, tree, P)
-                if track:
-                    wc, wcc = _tree_correct_sum(tree, P, correct)
+                if thr_step is not None:
+                    if track:
+                        wc, wcc = _tree_correct_sum(tree, P, correct)
             if rebuild or nd_up > 0:
                 r_lo = 1.0
                 r_hi = 0.0
@@ -539,13 +559,16 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
             active = 0
             resamples = 0
             li += 1
-    if ti < n_thr and step_hi == log.n_steps:  # the last state of the run
-        ti = _thr_check(
-            z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out, thr_step
-        )
+    if thr_step is not None:
+        if ti < n_thr and step_hi == log.n_steps:  # the last state of the run
+            ti = _thr_check(
+                z, correct, submask, p0, sum_p0c, thresholds, ti, step_hi, scratch, thr_out,
+                thr_step,
+            )  # fmt: skip
     state_io[1] = state[1]
     if tr is None:
-        ints[I_TOPT] = t_opt
+        if dn is not None:
+            ints[I_TOPT] = t_opt
     else:
         shift_io[0] = shift
         ints[I_COUNTDOWN] = countdown
@@ -555,14 +578,22 @@ def run_steps(prob, log, alg, opt, tr, sr, z_io, mm_io, vv_io, tree_io, shift_io
     ints[I_RESAMPLES] = resamples
 
 
-@jit_parallel
-def run_batch(prob, log, alg, opt, tr, sr, st, step_lo, step_hi, out, thr_out, thr_step):
-    """:func:`run_steps` for every run (row) of ``st`` in parallel (``tr`` = None: the dense
-    path; ``sr`` = None: tables only); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``,
+@jit_batch
+def run_batch(prob, log, alg, opt, tr, dn, sr, st, step_lo, step_hi, out, thr_out, thr_step):
+    """:func:`run_steps` for every run (row) of ``st``, one after another, without the GIL (the
+    runner gives each thread a block of rows; ``tr`` = None: the dense path; ``sr`` = None:
+    tables only); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``,
     ``thr_step[r, n_thr]``."""
-    for r in prange(st.z.shape[0]):
-        run_steps(
-            prob, log, alg, opt, tr, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
-            st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi, out[r],
-            thr_out[r], thr_step[r],
-        )  # fmt: skip
+    for r in range(st.z.shape[0]):
+        if thr_step is None:  # no thresholds (pruned at compile time)
+            run_steps(
+                prob, log, alg, opt, tr, dn, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
+                out[r], None, None,
+            )  # fmt: skip
+        else:
+            run_steps(
+                prob, log, alg, opt, tr, dn, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
+                out[r], thr_out[r], thr_step[r],
+            )  # fmt: skip

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import prange, types
+from numba import types
 from numba.extending import intrinsic
 
-from ._jit import jit_exact, jit_exact_inline, jit_parallel
+from ._jit import jit_batch, jit_exact, jit_exact_inline
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -265,9 +265,10 @@ def _draw_small(e, cum, correct, N, state, cnt, touched):
     return nd, X
 
 
-@jit_parallel
+@jit_batch
 def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
-    """:func:`run_small` for every run (row) of ``st`` in parallel."""
+    """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
+    runner gives each thread a block of rows)."""
     R = st.z.shape[0]
     t_lo = st.ints[0, I_TOPT]
     t_hi = t_lo
@@ -279,7 +280,7 @@ def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
         sctab = np.zeros((1, 3))
     else:
         sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n)
-    for r in prange(R):
+    for r in range(R):
         run_small(
             prob, log, alg, opt, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
             st.tails[r], step_lo, step_hi, out[r], sctab, t_lo + 1,
