@@ -250,11 +250,12 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
 
 
 @jit_fast
-def run_steps(prob, log, alg, opt, tr, dn, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io,
+def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io,
               ints, tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit
     moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
-    advantages); ``dn``: None on the sum-tree path, True on the dense path (see above).
+    advantages); ``dn``: None on the sum-tree path, True on the dense path (see above); ``ad``:
+    None for SGD (the Adam code is not compiled), else True.
     ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled).
     ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
     (dense path only): per-action advantages of a likelihood-aware scheme computed from the
@@ -480,7 +481,9 @@ def run_steps(prob, log, alg, opt, tr, dn, sr, z_io, mm_io, vv_io, tree_io, shif
                                 sr, z, e, zmax, inv_s, lq, touched, nd, cnt, N, cvec
                             )
                     t_opt += 1
-                    if opt.kind == OPT_SGD:
+                    if ad is None:  # SGD, decided at compile time
+                        _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
+                    elif opt.kind == OPT_SGD:
                         _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
                     else:
                         _adam_v(
@@ -579,7 +582,7 @@ def run_steps(prob, log, alg, opt, tr, dn, sr, z_io, mm_io, vv_io, tree_io, shif
 
 
 @jit_batch
-def run_batch(prob, log, alg, opt, tr, dn, sr, st, step_lo, step_hi, out, thr_out, thr_step):
+def run_batch(prob, log, alg, opt, tr, dn, ad, sr, st, step_lo, step_hi, out, thr_out, thr_step):
     """:func:`run_steps` for every run (row) of ``st``, one after another, without the GIL (the
     runner gives each thread a block of rows; ``tr`` = None: the dense path; ``sr`` = None:
     tables only); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``,
@@ -587,13 +590,13 @@ def run_batch(prob, log, alg, opt, tr, dn, sr, st, step_lo, step_hi, out, thr_ou
     for r in range(st.z.shape[0]):
         if thr_step is None:  # no thresholds (pruned at compile time)
             run_steps(
-                prob, log, alg, opt, tr, dn, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                prob, log, alg, opt, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
                 st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
                 out[r], None, None,
             )  # fmt: skip
         else:
             run_steps(
-                prob, log, alg, opt, tr, dn, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                prob, log, alg, opt, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
                 st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
                 out[r], thr_out[r], thr_step[r],
             )  # fmt: skip

@@ -121,11 +121,12 @@ def _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb
 
 
 @jit_exact
-def run_small(prob, log, alg, opt, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
+def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
               sctab, t_base):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
     :func:`~.kernels.run_steps`); ``sctab[t - t_base]``: Adam's scalars of step ``t``
-    (:func:`adam_rows`). Strict IEEE arithmetic: the general loop's fast-math flags change none
+    (:func:`adam_rows`); ``ad`` = None: SGD (the Adam code is not compiled), else True.
+    Strict IEEE arithmetic: the general loop's fast-math flags change none
     of its operations here (no sum of products to fuse, no reassociation)."""
     K = z.shape[0]
     N = alg.N
@@ -207,7 +208,9 @@ def run_small(prob, log, alg, opt, z, mm, vv, state_io, ints, tails, step_lo, st
             hi_b, zero_sum, cvec, dual_c,
         )  # fmt: skip
         t_opt += 1
-        if sgd:
+        if ad is None:  # SGD, decided at compile time
+            _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd)
+        elif sgd:
             _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd)
         else:
             if inline_adam:
@@ -266,9 +269,9 @@ def _draw_small(e, cum, correct, N, state, cnt, touched):
 
 
 @jit_batch
-def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
+def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
     """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
-    runner gives each thread a block of rows)."""
+    runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled)."""
     R = st.z.shape[0]
     t_lo = st.ints[0, I_TOPT]
     t_hi = t_lo
@@ -276,13 +279,15 @@ def run_small_batch(prob, log, alg, opt, st, step_lo, step_hi, out):
         t_lo = min(t_lo, st.ints[r, I_TOPT])
         t_hi = max(t_hi, st.ints[r, I_TOPT])
     n = t_hi - t_lo + step_hi - step_lo
-    if opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:
+    if ad is None:
+        sctab = np.zeros((1, 3))
+    elif opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:
         sctab = np.zeros((1, 3))
     else:
         sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n)
     for r in range(R):
         run_small(
-            prob, log, alg, opt, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+            prob, log, alg, opt, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
             st.tails[r], step_lo, step_hi, out[r], sctab, t_lo + 1,
         )  # fmt: skip
 

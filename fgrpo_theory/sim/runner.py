@@ -251,11 +251,15 @@ def _run_chunk(
     ):
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     from . import ksmall
+    from .kcore import OPT_SGD
 
+    ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
 
         def block(lo: int, hi: int) -> None:
-            ksmall.run_small_batch(p, lg, al, op, _rows(st, lo, hi), step_lo, step_hi, out[lo:hi])
+            ksmall.run_small_batch(
+                p, lg, al, op, ad, _rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
+            )
 
     else:
         # no thresholds: None, for which the kernel compiles without its threshold code
@@ -264,8 +268,8 @@ def _run_chunk(
 
         def block(lo: int, hi: int) -> None:
             kn.run_batch(
-                p, lg, al, op, rec["tree"], dn, rec["scheme"], _rows(st, lo, hi), step_lo,
-                step_hi, out[lo:hi], thr_out[lo:hi] if some else None,
+                p, lg, al, op, rec["tree"], dn, ad, rec["scheme"], _rows(st, lo, hi),
+                step_lo, step_hi, out[lo:hi], thr_out[lo:hi] if some else None,
                 thr_step[lo:hi] if some else None,
             )  # fmt: skip
 
