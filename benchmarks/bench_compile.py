@@ -4,8 +4,9 @@ Each measurement runs in a fresh Python subprocess with ``NUMBA_CACHE_DIR`` poin
 temporary folder: the first subprocess finds the folder empty (cold: every kernel is compiled and
 written to the cache), the following ones reuse it (warm: kernels are loaded from the cache). Times
 reported: ``import fgrpo_theory.sim``, the first ``simulate`` call of a tiny dense-path config
-(log-prob GRPO, SGD), then the first call of a sum-tree config (another kernel) and of a dense
-linear/AdamW config (the same dense kernel: rule and optimizer are runtime switches), and the
+(log-prob GRPO, SGD), then the first call of a sum-tree config (another specialization) and of a
+dense linear/AdamW config (K = 1,000: the general dense loop, with its Adam code; the rule is a
+runtime switch, the optimizer SGD-or-not a compile-time one), and the
 subprocess's total wall time. The reference for the ratio is the cold start: warm is expected to
 be much faster. ``import fgrpo_theory`` alone must not import
 Numba; that is checked and printed too. Issue 27's target: the import and first ``simulate`` of
@@ -91,7 +92,7 @@ def main() -> int:
         ("import_sim", "import fgrpo_theory.sim"),
         ("dense", "first simulate(): dense path (log-prob, SGD)"),
         ("tree", "then first sum-tree simulate()"),
-        ("adamw", "then dense linear/AdamW (same compiled kernel)"),
+        ("adamw", "then dense linear/AdamW (general dense loop)"),
         ("wall", "whole subprocess (python start to exit)"),
     ]
     rows = []

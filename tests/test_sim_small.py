@@ -102,8 +102,9 @@ cfg = SimConfig(K=3, N=4, steps=30, seeds=2, correct=1, log_every=5, backend="de
                 optimizer="adam", lr=0.2, logits="1.0x1,0.0x2")
 assert not ksmall.small_eligible(runner.build_records(cfg, runner.prepare(cfg)), np.zeros((1, 3)))
 assert not ksmall.TARGET_FMA
-taken, small_batch = [], ksmall.run_small_batch
+taken, small_batch, small_one = [], ksmall.run_small_batch, ksmall.run_small
 ksmall.run_small_batch = lambda *a: taken.append(1) or small_batch(*a)
+ksmall.run_small = lambda *a: taken.append(1) or small_one(*a)  # (a few runs: run by run)
 small = simulate(cfg, threads=1)
 runner.SMALL_PATH = False
 general = simulate(cfg, threads=1)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit_batch, jit_fast, jit_fast_inline
+from ._jit import jit_batch, jit_fast, jit_fast_inline, jit_run_fast
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -249,7 +249,7 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
 # function dispatching on the path at run time was 1.7x slower on the sum-tree path at K = 6.)
 
 
-@jit_fast
+@jit_run_fast
 def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io,
               ints, tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit

@@ -27,7 +27,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ._jit import jit_batch, jit_exact, jit_exact_inline
+from ._jit import jit_batch, jit_exact, jit_exact_inline, jit_run_exact
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -120,7 +120,7 @@ def _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb
         z[i] = _fma(decay, zi, -((m * lr) / den))
 
 
-@jit_exact
+@jit_run_exact
 def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
               sctab, t_base):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
@@ -290,6 +290,18 @@ def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
             prob, log, alg, opt, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
             st.tails[r], step_lo, step_hi, out[r], sctab, t_lo + 1,
         )  # fmt: skip
+
+
+def small_scalars(opt, ad, t_opt: np.ndarray, K: int, step_lo: int, step_hi: int):
+    """``(sctab, t_base)`` of :func:`run_small` for runs whose optimizer steps so far are
+    ``t_opt``: what :func:`run_small_batch` computes, for calls of :func:`run_small` from
+    Python."""
+    t_lo = int(t_opt.min())
+    t_hi = int(t_opt.max())
+    n = t_hi - t_lo + step_hi - step_lo
+    if ad is None or opt.kind == OPT_SGD or K >= ADAM_SCALAR_K:
+        return np.zeros((1, 3)), t_lo + 1
+    return adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n), t_lo + 1
 
 
 def _target_has_fma() -> bool:

@@ -217,6 +217,13 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
 
 #: whether eligible dense configs at small K take :mod:`.ksmall`'s loop (tests compare both)
 SMALL_PATH = True
+#: A thread with at most this many runs calls the one-run kernel (``kernels.run_steps``,
+#: ``ksmall.run_small``) once per run from Python instead of the batch kernel (the same numbers):
+#: a first simulate of a few runs then compiles no batch kernel, whose compilation optimizes and
+#: emits again all the code it calls (measured, empty cache: the sum-tree config of
+#: ``bench_startup.py`` compiled the one-run kernel in 5.5 s CPU, its first simulate took 12 s);
+#: a call from Python costs about 30 us.
+DIRECT_RUNS = 16
 
 
 def _run_chunk(
@@ -252,26 +259,46 @@ def _run_chunk(
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     from . import ksmall
     from .kcore import OPT_SGD
+    from .records import I_TOPT
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
 
         def block(lo: int, hi: int) -> None:
-            ksmall.run_small_batch(
-                p, lg, al, op, ad, _rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
+            if hi - lo > DIRECT_RUNS:
+                ksmall.run_small_batch(
+                    p, lg, al, op, ad, _rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
+                )
+                return
+            sctab, t_base = ksmall.small_scalars(
+                op, ad, st.ints[lo:hi, I_TOPT], st.z.shape[1], step_lo, step_hi
             )
+            for r in range(lo, hi):
+                ksmall.run_small(
+                    p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+                    st.tails[r], step_lo, step_hi, out[r], sctab, t_base,
+                )  # fmt: skip
 
     else:
         # no thresholds: None, for which the kernel compiles without its threshold code
         some = n_thr > 0
         dn = True if rec["tree"] is None else None  # None: the kernel compiles no dense code
+        tr, sr = rec["tree"], rec["scheme"]
 
         def block(lo: int, hi: int) -> None:
-            kn.run_batch(
-                p, lg, al, op, rec["tree"], dn, ad, rec["scheme"], _rows(st, lo, hi),
-                step_lo, step_hi, out[lo:hi], thr_out[lo:hi] if some else None,
-                thr_step[lo:hi] if some else None,
-            )  # fmt: skip
+            if hi - lo > DIRECT_RUNS:
+                kn.run_batch(
+                    p, lg, al, op, tr, dn, ad, sr, _rows(st, lo, hi), step_lo, step_hi,
+                    out[lo:hi], thr_out[lo:hi] if some else None,
+                    thr_step[lo:hi] if some else None,
+                )  # fmt: skip
+                return
+            for r in range(lo, hi):
+                kn.run_steps(
+                    p, lg, al, op, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                    st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
+                    out[r], thr_out[r] if some else None, thr_step[r] if some else None,
+                )  # fmt: skip
 
     _on_threads(block, R)
 
@@ -376,7 +403,8 @@ def simulate(
     config : SimConfig
         The experiment (already validated).
     threads : int, optional
-        Numba threads for the parallel loop over runs (default: Numba's current setting). Results
+        Threads for the loop over runs (default: Numba's current setting, which this sets for
+        the call; each thread runs a block of runs in a kernel that releases the GIL). Results
         are bit-identical for any value.
     progress : callable, optional
         Called as ``progress(runs_done, runs_total)`` after each chunk of steps (``runs_done``
