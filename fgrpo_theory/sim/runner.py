@@ -260,6 +260,7 @@ def _run_chunk(
     from . import ksmall
     from .kcore import OPT_SGD
     from .records import I_TOPT
+    from .threads import on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
@@ -267,7 +268,7 @@ def _run_chunk(
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
                 ksmall.run_small_batch(
-                    p, lg, al, op, ad, _rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
+                    p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
                 )
                 return
             sctab, t_base = ksmall.small_scalars(
@@ -288,7 +289,7 @@ def _run_chunk(
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
                 kn.run_batch(
-                    p, lg, al, op, tr, dn, ad, sr, _rows(st, lo, hi), step_lo, step_hi,
+                    p, lg, al, op, tr, dn, ad, sr, rows(st, lo, hi), step_lo, step_hi,
                     out[lo:hi], thr_out[lo:hi] if some else None,
                     thr_step[lo:hi] if some else None,
                 )  # fmt: skip
@@ -300,48 +301,7 @@ def _run_chunk(
                     out[r], thr_out[r] if some else None, thr_step[r] if some else None,
                 )  # fmt: skip
 
-    _on_threads(block, R)
-
-
-def _rows(st, lo: int, hi: int):
-    """Rows ``lo:hi`` of every array of the state ``st`` (views: the kernels advance them)."""
-    return type(st)(*(a[lo:hi] for a in st))
-
-
-def _on_threads(block, R: int) -> None:
-    """``block(lo, hi)`` over ``R`` runs split in contiguous blocks, one per Numba thread
-    (``numba.get_num_threads()``; the batch kernels release the GIL), this thread taking the
-    first. Runs are independent, so the split changes no number."""
-    import threading
-
-    import numba
-
-    nt = max(1, min(R, numba.get_num_threads()))
-    if nt == 1:
-        block(0, R)
-        return
-    bounds = [(R * i) // nt for i in range(nt + 1)]
-    errors: list[BaseException] = []
-
-    def guarded(lo: int, hi: int) -> None:
-        try:
-            block(lo, hi)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            errors.append(exc)
-
-    others = [
-        threading.Thread(target=guarded, args=(bounds[i], bounds[i + 1]), daemon=True)
-        for i in range(1, nt)
-    ]
-    for t in others:
-        t.start()
-    try:
-        block(bounds[0], bounds[1])
-    finally:
-        for t in others:
-            t.join()
-    if errors:
-        raise errors[0]
+    on_threads(block, R)
 
 
 def _next_chunk(steps: int, seconds: float, planned: int) -> int:

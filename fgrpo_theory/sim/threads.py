@@ -1,0 +1,47 @@
+"""The loop over runs on Python threads: each thread advances a contiguous block of runs in a
+kernel that releases the GIL (the simulator's batch and one-run kernels are ``nogil``, not
+``parallel=True``: Numba's parfor passes and their lowering were 22-35 % of a cold start's
+compilation). Runs are independent, so the split changes no number."""
+
+from __future__ import annotations
+
+import threading
+
+
+def rows(st, lo: int, hi: int):
+    """Rows ``lo:hi`` of every array of the state ``st`` (views: the kernels advance them)."""
+    return type(st)(*(a[lo:hi] for a in st))
+
+
+def on_threads(block, R: int) -> None:
+    """``block(lo, hi)`` over ``R`` runs split in contiguous blocks, one per Numba thread
+    (``numba.get_num_threads()``; the batch kernels release the GIL), this thread taking the
+    first. Runs are independent, so the split changes no number."""
+    import numba
+
+    nt = max(1, min(R, numba.get_num_threads()))
+    if nt == 1:
+        block(0, R)
+        return
+    bounds = [(R * i) // nt for i in range(nt + 1)]
+    errors: list[BaseException] = []
+
+    def guarded(lo: int, hi: int) -> None:
+        try:
+            block(lo, hi)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            errors.append(exc)
+
+    others = [
+        threading.Thread(target=guarded, args=(bounds[i], bounds[i + 1]), daemon=True)
+        for i in range(1, nt)
+    ]
+    for t in others:
+        t.start()
+    try:
+        block(bounds[0], bounds[1])
+    finally:
+        for t in others:
+            t.join()
+    if errors:
+        raise errors[0]
