@@ -114,17 +114,19 @@ def _always_raise(fn, victim: str, cfg):
 
 
 def _worker_view():
-    """Numba threads of this task and the kernel's cache statistics on this worker."""
+    """Numba threads of this task and the run kernels' cache statistics on this worker (batch
+    and one-run kernels: a few runs are run one by one)."""
     import numba
 
-    from fgrpo_theory.sim import kernels
+    from fgrpo_theory.sim import kernels, ksmall
 
-    st = kernels.run_batch.stats
+    stats = [k.stats for k in (kernels.run_batch, kernels.run_steps, ksmall.run_small_batch,
+                               ksmall.run_small)]  # fmt: skip
     return {
         "threads": numba.get_num_threads(),
         "pool": numba.config.NUMBA_NUM_THREADS,
-        "cache_hits": sum(st.cache_hits.values()),
-        "cache_misses": sum(st.cache_misses.values()),
+        "cache_hits": sum(sum(st.cache_hits.values()) for st in stats),
+        "cache_misses": sum(sum(st.cache_misses.values()) for st in stats),
         "pid": os.getpid(),
     }
 
