@@ -48,7 +48,7 @@ stages = {}
 for mod in (kernels, kmetrics, kcore, ksmall, sumtree):
     for name in dir(mod):
         d = getattr(mod, name)
-        if isinstance(d, numba.core.dispatcher.Dispatcher):
+        if isinstance(d, numba.core.dispatcher.Dispatcher) and d.py_func.__module__ == mod.__name__:
             for cres in d.overloads.values():
                 for pl in (cres.metadata or {}).get("pipeline_times", {}).values():
                     for k, v in pl.items():
