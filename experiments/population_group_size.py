@@ -68,29 +68,38 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     """Last-step metrics per (sharing, optimizer, B, arm, N, gamma, draw, seed, split, bucket);
     the start-state SNR per draw."""
     from fgrpo_theory.population.analysis import batch_gradient_snr, group_size_sweep
-    from fgrpo_theory.population.draws import map_draws
+    from fgrpo_theory.population.draws import map_configs
     from fgrpo_theory.population.presets import preset
 
     draws = params.population_seeds[:2] if fast else params.population_seeds
     Ns = (2, params.focal_N, 32) if fast else params.Ns
     kw = dict(seeds=2, steps=30) if fast else dict(seeds=params.seeds)
 
-    def run(base):
-        df = map_draws(group_size_sweep, base, draws, workers=1 if fast else WORKERS, Ns=Ns,
-                       focal_N=params.focal_N, gammas=params.gammas)  # fmt: skip
-        return df[[*_KEEP, *_METRICS, "population_seed"]].rename(columns={"gamma_arm": "gamma"})
-
-    frames = []
+    settings = []  # (base config, its columns), in the table's order
     for sh in params.sharings:
         for opt in params.optimizers if not fast else params.optimizers[:1]:
             for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
                 name = f"{sh}-{opt}" + ("" if B == 32 else f"-B{B}")
-                frames.append(run(preset(name, **kw)).assign(sharing=sh, optimizer=opt, B=B))
+                settings.append((preset(name, **kw), dict(sharing=sh, optimizer=opt, B=B)))
     if not fast:  # compute-matched: B x N = compute_budget rollouts per step at every N
         for opt in params.optimizers:
             base = preset(f"shared-{opt}", **kw, compute_budget=params.compute_budget)
-            frames.append(run(base).assign(sharing="shared", optimizer=opt,
-                                           B=-params.compute_budget))  # fmt: skip
+            settings.append((base, dict(sharing="shared", optimizer=opt,
+                                        B=-params.compute_budget)))  # fmt: skip
+    # every draw of every setting in one pool (as map_draws per setting would, row for row): the
+    # workers start once, not once per setting, and idle only after the last task
+    configs = [base.replace(population_seed=d) for base, _ in settings for d in draws]
+    out = map_configs(group_size_sweep, configs, workers=1 if fast else WORKERS, Ns=Ns,
+                      focal_N=params.focal_N, gammas=params.gammas)  # fmt: skip
+    frames = []
+    for i, (_, cols) in enumerate(settings):
+        part = out[i * len(draws) : (i + 1) * len(draws)]
+        df = pd.concat(
+            [f.assign(population_seed=d) for d, f in zip(draws, part, strict=True)],
+            ignore_index=True,
+        )
+        df = df[[*_KEEP, *_METRICS, "population_seed"]].rename(columns={"gamma_arm": "gamma"})
+        frames.append(df.assign(**cols))
     for B in params.batch_sizes if not fast else params.batch_sizes[:1]:
         for n in params.Ns:
             for d in draws:
