@@ -37,9 +37,15 @@ def _map(func, a: np.ndarray, *more) -> np.ndarray:
     """``func`` of every element, in an array laid out in memory as ``a`` is (as a NumPy ufunc
     lays out its result: the order of a later reduction over it, so its rounding, follows)."""
     vals = np.fromiter(map(func, a.ravel().tolist(), *more), dtype=np.float64, count=a.size)
-    out = np.empty_like(a, dtype=np.float64)
+    # a fresh array laid out by NumPy's own rule for a unary ufunc (a 0-d one for a 0-d input)
+    out = np.positive(a) if a.ndim else np.empty((), dtype=np.float64)
     out[...] = vals.reshape(a.shape)
     return out
+
+
+def _result(out: np.ndarray):
+    """``out``, or its scalar for a 0-d input (as a NumPy ufunc returns it)."""
+    return out[()] if out.ndim == 0 else out
 
 
 def exp(x: Any) -> np.ndarray:
@@ -47,11 +53,9 @@ def exp(x: Any) -> np.ndarray:
     it overflows, as NumPy gives."""
     a = np.asarray(x, dtype=np.float64)
     big = a > _EXP_MAX
-    if not big.any():
-        return _map(math.exp, a)
-    out = _map(math.exp, np.where(big, 0.0, a))
+    out = _map(math.exp, np.where(big, 0.0, a) if big.any() else a)
     out[big] = np.inf
-    return out
+    return _result(out)
 
 
 def log(x: Any) -> np.ndarray:
@@ -59,26 +63,24 @@ def log(x: Any) -> np.ndarray:
     ``-inf`` at 0 and NaN below, as NumPy gives (NumPy's warnings are not raised)."""
     a = np.asarray(x, dtype=np.float64)
     bad = ~(a > 0.0)  # zero, negative, NaN
-    if not bad.any():
-        return _map(math.log, a)
-    out = _map(math.log, np.where(bad, 1.0, a))
+    out = _map(math.log, np.where(bad, 1.0, a) if bad.any() else a)
     out[bad] = np.where(a[bad] == 0.0, -np.inf, np.nan)
-    return out
+    return _result(out)
 
 
 def power(x: Any, k: int) -> np.ndarray:
     """``x ** k`` element-wise for a float64 array ``x`` in [0, 1] (a probability or its
-    complement) and an integer ``k >= 1``: ``x`` for ``k = 1``, ``x * x`` for ``k = 2`` (NumPy's
-    special cases), else the C library's ``pow(x, k)``."""
+    complement; NaN gives NaN) and an integer ``k >= 1``: ``x`` for ``k = 1``, ``x * x`` for
+    ``k = 2`` (NumPy's special cases), else the C library's ``pow(x, k)``."""
     a = np.asarray(x, dtype=np.float64)
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         fail("k", k, "an integer >= 1")
     k = int(k)
     if k == 1:
-        return a.copy(order="K")
+        return np.positive(a)
     if k == 2:
         return a * a
-    outside = ~((a >= 0.0) & (a <= 1.0))
+    outside = (a < 0.0) | (a > 1.0)  # NaN passes, as NaN ** k is NaN
     if outside.any():
         fail("x", float(a[outside].flat[0]), "probabilities in [0, 1]")
-    return _map(math.pow, a, repeat(float(k)))
+    return _result(_map(math.pow, a, repeat(float(k))))

@@ -172,9 +172,7 @@ def log_probabilities(logits: Any) -> np.ndarray:
     from ._libm import exp, log
 
     z = check_array("logits", logits)
-    top = np.max(z, axis=-1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0
-    tmp = z - top
+    tmp = z - np.max(z, axis=-1, keepdims=True)  # finite (check_array refuses inf and NaN)
     return tmp - log(np.sum(exp(tmp), axis=-1, keepdims=True))
 
 

@@ -47,10 +47,57 @@ def test_power_refuses_what_it_is_not_for():
 
 
 def test_results_are_laid_out_as_numpys():
-    """A ufunc's result keeps its input's memory order (order 'K'), and a later reduction's
-    rounding depends on it: a transposed input gives a transposed result, as NumPy's does."""
-    x = np.random.default_rng(5).random((3, 7, 5)).transpose(2, 0, 1)
-    for got, numpys in ((_libm.exp(x), np.exp(x)), (_libm.log(x), np.log(x)),
-                        (_libm.power(x, 1), x**1), (_libm.power(x, 2), x**2),
-                        (_libm.power(x, 5), x**5)):  # fmt: skip
-        assert got.strides == numpys.strides
+    """A ufunc lays out its result by the input's memory order (transposed, reversed, broadcast)
+    and gives a scalar for a 0-d input; a later reduction's rounding depends on the layout."""
+    x = np.random.default_rng(5).random((3, 7, 5))
+    inputs = [x.transpose(2, 0, 1), x[::-1, :, ::2], np.broadcast_to(x[:1], (4, 7, 5)),
+              np.asarray(0.5), np.float64(0.25)]  # fmt: skip
+    for a in inputs:
+        for got, numpys in ((_libm.exp(a), np.exp(a)), (_libm.log(a), np.log(a)),
+                            (_libm.power(a, 1), a**1), (_libm.power(a, 2), a**2),
+                            (_libm.power(a, 5), a**5)):  # fmt: skip
+            assert type(got) is type(numpys) and np.shape(got) == np.shape(numpys)
+            assert getattr(got, "strides", None) == getattr(numpys, "strides", None)
+
+
+def test_equal_to_numpy_where_numpy_calls_the_c_library():
+    """The contract: NumPy's own values on a CPU where NumPy calls the C library. In a process
+    with NumPy's AVX-512 loops turned off (NPY_DISABLE_CPU_FEATURES; on a CPU without them this
+    changes nothing), _libm equals np.exp, np.log and ** on 200,000 values, and the policy's
+    softmax and log-softmax equal scipy.special's bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from scipy.special import log_softmax, softmax\n"
+        "from fgrpo_theory import _libm\n"
+        "from fgrpo_theory.policy import _softmax, log_probabilities\n"
+        "rng = np.random.default_rng(2)\n"
+        "x = rng.random(200_000); z = rng.standard_normal(200_000) * 30\n"
+        "assert np.array_equal(_libm.exp(z), np.exp(z))\n"
+        "assert np.array_equal(_libm.log(x), np.log(x))\n"
+        "for k in (1, 2, 3, 4, 16, 256):\n"
+        "    assert np.array_equal(_libm.power(x, k), x**k), k\n"
+        "for shape in [(6,), (4, 1024), (3, 5, 7)]:\n"
+        "    w = rng.standard_normal(shape) * 5\n"
+        "    assert np.array_equal(_softmax(w), softmax(w, axis=-1))\n"
+        "    assert np.array_equal(log_probabilities(w), log_softmax(w, axis=-1))\n"
+        "print('equal')\n"
+    )
+    env = dict(os.environ)
+    features = [
+        f for f, on in _numpy_features().items() if on and f.startswith(("AVX512", "X86_V4"))
+    ]
+    if features:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(features)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)  # fmt: skip
+    assert r.returncode == 0 and "equal" in r.stdout, r.stderr[-2000:]
+
+
+def _numpy_features() -> dict[str, bool]:
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    return dict(__cpu_features__)

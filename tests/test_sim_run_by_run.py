@@ -35,3 +35,21 @@ def test_run_by_run_equals_the_batch_kernel(kw, monkeypatch):
     for other in (one, two):
         pd.testing.assert_frame_equal(batch.log, other.log, check_exact=True)
         pd.testing.assert_frame_equal(batch.thresholds, other.thresholds, check_exact=True)
+
+
+@pytest.mark.parametrize("kw", CONFIGS[:2], ids=["small", "dense-adam"])
+def test_two_threads_mixing_both_kernels(kw, monkeypatch):
+    """33 runs on 2 threads: one block of 16 runs goes run by run, the other (17) through the
+    batch kernel, at the same time; and both blocks through the batch kernel on 2 threads. Both
+    equal 33 runs on one thread through the batch kernel."""
+    base = dict(N=8, steps=40, seeds=33, correct=2, log_every=8, seed=9, lr=0.3)
+    base.update(kw)
+    cfg = SimConfig(**base)
+    monkeypatch.setattr(runner, "DIRECT_RUNS", 0)
+    ref = simulate(cfg, threads=1, tables=True)
+    both = simulate(cfg, threads=2, tables=True)
+    monkeypatch.setattr(runner, "DIRECT_RUNS", 16)
+    mixed = simulate(cfg, threads=2, tables=True)
+    for other in (both, mixed):
+        pd.testing.assert_frame_equal(ref.log, other.log, check_exact=True)
+        pd.testing.assert_frame_equal(ref.thresholds, other.thresholds, check_exact=True)

@@ -49,13 +49,18 @@ _LAZY = {
     "bimodality_coefficient": "twolevel",
     "per_draw_differences": "twolevel",
     "two_level_interval": "twolevel",
+    "summarize_arms": "twolevel",
+    "variance_components": "twolevel",
 }
+_SUBMODULES = ("compare", "controls", "lr", "progress", "stats", "twolevel")
 
 
 __all__ = [
     "bimodality_coefficient",
     "per_draw_differences",
     "two_level_interval",
+    "summarize_arms",
+    "variance_components",
     "ARM_NAMES",
     "CONTROLS",
     "LrAdvice",
@@ -87,9 +92,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Import a public name on first access (PEP 562)."""
+    """Import a public name or a submodule on first access (PEP 562)."""
     import importlib
 
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -99,4 +106,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

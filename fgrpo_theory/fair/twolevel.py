@@ -165,9 +165,20 @@ def _bimodal(x: np.ndarray) -> bool:
     return x.size >= 4 and bimodality_coefficient(x) > BIMODAL_THRESHOLD
 
 
+#: Metrics :func:`summarize_arms` reads by default (the population model's last-step columns).
+ARM_METRICS = (
+    "pass_at_1",
+    "pass_at_16",
+    "pass_at_256",
+    "coverage_at_256",
+    "rare_nll_rise",
+    "entropy",
+)
+
+
 def summarize_arms(
     df: pd.DataFrame,
-    metrics: Sequence[str],
+    metrics: Sequence[str] = ARM_METRICS,
     *,
     split: str = "test",
     scale: dict[str, float] | None = None,

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_integer, fail
-from ..fair.twolevel import summarize_arms, variance_components  # re-exported here
+from ..fair.twolevel import ARM_METRICS, summarize_arms, variance_components  # re-exported
 from .config import PopulationConfig
 from .generate import generate_population
 
@@ -57,9 +57,7 @@ DEFAULT_SEEDS_PER_DRAW = 4
 #: progress target; every search starts from the log-linear interpolation on this grid.
 LR_GRID = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
 #: Metrics kept per seed (last step, both splits).
-METRICS = (
-    "pass_at_1", "pass_at_16", "pass_at_256", "coverage_at_256", "rare_nll_rise", "entropy",
-)  # fmt: skip
+METRICS = ARM_METRICS
 
 
 @dataclass(frozen=True)
