@@ -225,7 +225,7 @@ def test_stored_figures_draw_without_torch(tmp_path):
         "from fgrpo_theory.cli._experiments import experiments_package; experiments_package()\n"
         "from fgrpo_theory_experiments import registry\n"
         f"for name in {STORED_NAMES!r}:\n"
-        f"    res = registry.run(name, {str(tmp_path / 'out')!r}, ('png',), dpi=100)\n"
+        f"    res = registry.run(name, {str(tmp_path / 'out')!r}, ('png',), dpi=200)\n"
         "    assert res.source == 'stored', (name, res.source)\n"
         "assert 'torch' not in sys.modules or sys.modules['torch'] is None\n"
         "print('drawn', len(" + repr(STORED_NAMES) + "))\n"
