@@ -16,7 +16,9 @@ def rows(st, lo: int, hi: int):
 def on_threads(block, R: int) -> None:
     """``block(lo, hi)`` over ``R`` runs split in contiguous blocks, one per Numba thread
     (``numba.get_num_threads()``; the batch kernels release the GIL), this thread taking the
-    first. Runs are independent, so the split changes no number."""
+    first. Runs are independent, so the split changes no number. On Ctrl-C in this thread the
+    call raises at once; the other threads finish their block (a chunk of steps, or a kernel
+    compile) in the background, writing only into this call's arrays."""
     import numba
 
     nt = max(1, min(R, numba.get_num_threads()))
@@ -40,8 +42,15 @@ def on_threads(block, R: int) -> None:
         t.start()
     try:
         block(bounds[0], bounds[1])
-    finally:
+    except KeyboardInterrupt:
+        # Ctrl-C: not waiting for the other blocks (daemon threads; their runs are dropped with
+        # this call's output): one of them may be compiling a kernel for many seconds
+        raise
+    except BaseException:
         for t in others:
             t.join()
+        raise
+    for t in others:
+        t.join()  # a Ctrl-C while waiting ends the wait too
     if errors:
         raise errors[0]
