@@ -1,4 +1,5 @@
-"""Numba decorator flavours and fast-math flag sets of every kernel of the package, defined once.
+"""Numba decorator flavours and fast-math flag sets of every kernel of the package, defined once,
+and the few LLVM intrinsics kernels share (a fused multiply-add, float64 <-> int64 bit casts).
 
 Every kernel is cached on disk (``cache=True``; in the user cache folder, with a stamp that covers
 every kernel source, see :mod:`fgrpo_theory._numba_cache`) and uses ``error_model="numpy"``.
@@ -6,7 +7,10 @@ every kernel source, see :mod:`fgrpo_theory._numba_cache`) and uses ``error_mode
 
 from __future__ import annotations
 
+from llvmlite import ir
 from numba import njit as _njit
+from numba import types
+from numba.extending import intrinsic
 
 from .._numba_cache import announce_compilation as _announce_compilation
 from .._numba_cache import kernel_cache as _kernel_cache
@@ -64,3 +68,42 @@ jit_batch = njit(nogil=True, fastmath=False, **_COMMON)
 #: the one-run kernels, also called run by run from Python threads (``runner.DIRECT_RUNS``)
 jit_run_fast = njit(fastmath=FM, nogil=True, **_COMMON)
 jit_run_exact = njit(fastmath=False, nogil=True, **_COMMON)
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` with one rounding (``llvm.fma``: the FMA instruction on a CPU that has one,
+    else libm's ``fma``; exact either way)."""
+    if not all(x == types.float64 for x in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The int64 bit pattern of the float64 ``x`` (a register reinterpretation)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _f64_from_bits(typingctx, bits):
+    """The float64 whose bit pattern is the int64 ``bits``."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(bits), codegen

@@ -33,7 +33,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ._jit import FM, jit_elementwise, jit_fast, jit_fast_inline
+from ._jit import FM, _f64_bits, _f64_from_bits, jit_elementwise, jit_fast, jit_fast_inline
 from .kcore import (
     _BLOCK,
     SAMPLER_IID,
@@ -177,30 +177,6 @@ def _draw32(sampler, e, S, cum, gaps, correct, N, state, cnt, touched):
         k, ck = _walk(e, k, ck, t, K - 1)
         nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
     return nd, X
-
-
-@intrinsic
-def _f64_bits(typingctx, x):
-    """The int64 bit pattern of the float64 ``x`` (a register reinterpretation)."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _f64_from_bits(typingctx, bits):
-    """The float64 whose bit pattern is the int64 ``bits``."""
-    if not isinstance(bits, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(bits), codegen
 
 
 _LN2 = 0.6931471805599453

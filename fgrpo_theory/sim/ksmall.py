@@ -23,11 +23,8 @@ this loop removes.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-from ._jit import jit_batch, jit_exact, jit_exact_inline, jit_run_exact
+from ._jit import _fma, jit_batch, jit_exact, jit_exact_inline, jit_run_exact
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -45,20 +42,6 @@ SMALL_K = 16
 #: below this K, :func:`~.kcore._adam` runs its scalar loop only (its vector body starts at 8),
 #: which :func:`_adam_small` reproduces; from 8 to ``SMALL_K`` the loop calls ``_adam`` itself
 ADAM_SCALAR_K = 8
-
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """``a * b + c`` with one rounding (``llvm.fma``: the FMA instruction on this machine)."""
-    if not all(x == types.float64 for x in (a, b, c)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        d = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
-        return builder.call(fn, args)
-
-    return types.float64(types.float64, types.float64, types.float64), codegen
 
 
 @jit_exact
