@@ -70,37 +70,50 @@ def adam_rows(b1, b2, t_lo, t_hi):
 
 
 @jit_exact_inline
+def _sgd_elem(zi, ei, pc, ci, inv_n, lr, wd):
+    """One logit of kcore._sgd: ``z - lr ((e pC - c) / N + wd z)``, ``pC = C inv_s``."""
+    a = _fma(ei, pc, -ci)
+    b = _fma(inv_n, a, zi * wd)
+    return _fma(-lr, b, zi)
+
+
+@jit_exact_inline
 def _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd):
-    """kcore._sgd: ``z -= lr ((e pC - c) / N + wd z)``, ``pC = C inv_s``."""
+    """kcore._sgd over the K logits of one run (:func:`_sgd_elem`)."""
     pc = C * inv_s
     for i in range(z.shape[0]):
-        zi = z[i]
-        a = _fma(e[i], pc, -cvec[i])
-        b = _fma(inv_n, a, zi * wd)
-        z[i] = _fma(-lr, b, zi)
+        z[i] = _sgd_elem(z[i], e[i], pc, cvec[i], inv_n, lr, wd)
+
+
+@jit_exact_inline
+def _adam_elem(zi, ei, pc, ci, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb, rsb, mi, vi, divide):
+    """One logit of kcore._adam's scalar loop (K < 8): ``g = (e pC - c) / N + l2 z``,
+    ``m = b1 (m - g) + g``, ``v = b2 (v - g^2) + g^2``, ``z = decay z - lr m / ((sqrt(v) / sb +
+    eps) bc1)``; returns ``(z, m, v)``. ``divide``: the first element of an odd K, which divides
+    by ``sb`` where the others multiply by ``rsb = 1 / sb``."""
+    t1 = _fma(-pc, ei, ci)
+    g = _fma(-inv_n, t1, zi * l2)
+    m = _fma(b1, mi - g, g)
+    gg = g * g
+    v = _fma(b2, vi - gg, gg)
+    if divide:
+        den = (np.sqrt(v) / sb + eps) * bc1
+    else:
+        den = _fma(np.sqrt(v), rsb, eps) * bc1
+    return _fma(decay, zi, -((m * lr) / den)), m, v
 
 
 @jit_exact_inline
 def _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb, rsb, mm, vv):
-    """kcore._adam's scalar loop (K < 8): ``g = (e pC - c) / N + l2 z``, ``m = b1 (m - g) + g``,
-    ``v = b2 (v - g^2) + g^2``, ``z = decay z - lr m / ((sqrt(v) / sb + eps) bc1)``; the first
-    element of an odd K divides by ``sb``, the others multiply by ``rsb = 1 / sb``."""
+    """kcore._adam's scalar loop (K < 8) over the K logits of one run (:func:`_adam_elem`)."""
     pc = C * inv_s
     K = z.shape[0]
     for i in range(K):
-        zi = z[i]
-        t1 = _fma(-pc, e[i], cvec[i])
-        g = _fma(-inv_n, t1, zi * l2)
-        m = _fma(b1, mm[i] - g, g)
-        gg = g * g
-        v = _fma(b2, vv[i] - gg, gg)
-        mm[i] = m
-        vv[i] = v
-        if i == 0 and K % 2 == 1:
-            den = (np.sqrt(v) / sb + eps) * bc1
-        else:
-            den = _fma(np.sqrt(v), rsb, eps) * bc1
-        z[i] = _fma(decay, zi, -((m * lr) / den))
+        divide = i == 0 and K % 2 == 1
+        z[i], mm[i], vv[i] = _adam_elem(
+            z[i], e[i], pc, cvec[i], inv_n, lr, l2, decay, b1, b2, eps, bc1, sb, rsb, mm[i],
+            vv[i], divide,
+        )  # fmt: skip
 
 
 @jit_run_exact

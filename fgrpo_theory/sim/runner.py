@@ -217,6 +217,8 @@ def build_records(cfg: SimConfig, a: dict) -> dict:
 
 #: whether eligible dense configs at small K take :mod:`.ksmall`'s loop (tests compare both)
 SMALL_PATH = True
+#: whether those of them :func:`.klanes.lanes_eligible` takes run in SIMD lanes (the same bits)
+LANES = True
 #: A thread with at most this many runs calls the one-run kernel (``kernels.run_steps``,
 #: ``ksmall.run_small``) once per run from Python instead of the batch kernel (the same numbers):
 #: a first simulate of a few runs then compiles no batch kernel, whose compilation optimizes and
@@ -257,15 +259,19 @@ def _run_chunk(
         or thr_step.shape != (R, n_thr)
     ):
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
-    from . import ksmall
+    from . import klanes, ksmall
     from .kcore import OPT_SGD
     from .records import I_TOPT
     from .threads import on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
+        lanes = LANES and klanes.lanes_eligible(rec, st.z)
 
         def block(lo: int, hi: int) -> None:
+            if hi - lo > DIRECT_RUNS and lanes:
+                klanes.run_lanes(p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi])
+                return
             if hi - lo > DIRECT_RUNS:
                 ksmall.run_small_batch(
                     p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
