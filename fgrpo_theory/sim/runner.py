@@ -266,10 +266,9 @@ def _run_chunk(
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
-        lanes = LANES and klanes.lanes_eligible(rec, st.z)
 
         def block(lo: int, hi: int) -> None:
-            if hi - lo > DIRECT_RUNS and lanes:
+            if hi - lo > DIRECT_RUNS and LANES and klanes.lanes_eligible(rec, st.z):
                 klanes.run_lanes(p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi])
                 return
             if hi - lo > DIRECT_RUNS:
