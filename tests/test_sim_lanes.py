@@ -91,3 +91,27 @@ def test_adam_above_the_scalar_loop_is_not_taken():
     cfg = _config(dict(K=9, optimizer="adam", lr=0.05))
     rec = runner.build_records(cfg, runner.prepare(cfg))
     assert not klanes.lanes_eligible(rec, np.zeros((cfg.seeds, cfg.K)))
+
+
+@needs_fma
+@pytest.mark.parametrize(
+    "kw",
+    [  # exp(z - max z) underflows to 0 for some actions: draws move to the nearest positive one
+        dict(logits="0.0x3,-800.0x3", lr=0.5, rule="linear", advantage="dr-grpo",
+             r_incorrect=-1.0),
+        dict(logits="-800.0x1,0.0x5", lr=0.3, rule="linear"),
+        dict(logits="5.0x1,-800.0x4,0.0x1", lr=0.3, optimizer="adam"),
+    ],
+    ids=["top", "first", "middle"],
+)  # fmt: skip
+def test_zero_weights_in_lanes(kw, monkeypatch):
+    from fgrpo_theory import _validate
+
+    # the metrics of a zero-probability action are not finite (M_ret divides by p0): the
+    # simulator refuses such a run after the kernel; here the kernels' logs are compared whole
+    monkeypatch.setattr(_validate, "fail", lambda *a, **k: None)
+    cfg = _config(dict(K=6, **kw))
+    lanes = simulate(cfg, threads=1)
+    general = _general(cfg, monkeypatch)
+    assert general.equals(lanes)  # NaN where NaN
+    assert lanes["q_pos"].nunique() > 10

@@ -11,6 +11,10 @@ loops repeat, with explicit FMAs, the operations LLVM compiled :func:`~.kcore._s
 loop calls ``_adam``), and Adam's step-dependent scalars are computed once per step for every
 run of a call instead of once per step and run.
 
+A block of more than ``runner.DIRECT_RUNS`` runs of SGD, or of Adam / AdamW below K = 8, takes
+:mod:`.klanes` instead: the same computation with the runs in SIMD lanes (1.6-1.8x JAX at
+K = 6 where this loop was 0.5-0.8x).
+
 Where the general loop spends its time at K = 6 (CPU time per seed-step, K = 6, N = 8, one
 thread, load ~10): the 6 libm ``exp`` calls about 33 ns, the 8 draws about 60 ns (the 8 uniforms
 13 ns, the inverse-CDF counts 15 ns, the tally of distinct actions and counts, a chain of
