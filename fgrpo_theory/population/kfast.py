@@ -21,11 +21,8 @@ that LLVM vectorizes it or so that fewer of them run per draw:
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-from ..sim._jit import jit_fast, jit_fast_inline
+from ..sim._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
 from ..sim.kcore import (
     _BLOCK,
     _adam,
@@ -59,30 +56,6 @@ _E13 = 1.0 / 6227020800
 #: 1.5 * 2**52: for an integer-valued |n| < 2**51, the low bits of n + _MAGIC hold n
 _MAGIC = 6755399441055744.0
 _MAGIC_BITS = 0x4338000000000000
-
-
-@intrinsic
-def _bits64(typingctx, x):
-    """The int64 bit pattern of a float64 (a register reinterpretation: vectorizes)."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _from_bits64(typingctx, bits):
-    """The float64 whose bit pattern is the int64 ``bits``."""
-    if bits != types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
 
 
 @jit_fast_inline
@@ -120,7 +93,7 @@ def _exp_shift_v(z, e, m):
         p = p * r + _E2
         p = p * r + _E1
         p = p * r + _E0
-        sc = _from_bits64(((_bits64(n + _MAGIC) - _MAGIC_BITS) + 1023) << 52)
+        sc = _f64_from_bits(((_f64_bits(n + _MAGIC) - _MAGIC_BITS) + 1023) << 52)
         e[i] = (p if x0 > -708.0 else 0.0) * sc
     return _sum8(e)
 

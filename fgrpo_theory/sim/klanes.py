@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import _fma, jit_batch, jit_exact
-from .kcore import OPT_ADAMW, OPT_SGD, _ratio_weight
+from ._jit import jit_batch, jit_exact
+from .kcore import OPT_SGD, RULE_LOGPROB, _ratio_weight
 from .kernels import _first_row, _log_row
 from .kexp import exp_lane
-from .ksmall import ADAM_SCALAR_K, _adam_elem, _sgd_elem, adam_rows
+from .ksmall import ADAM_SCALAR_K, _adam_elem, _sgd_elem, adam_rows, alg_terms, opt_terms
 from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 
@@ -134,24 +134,9 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
     log_steps = log.log_steps
     n_log = log_steps.shape[0]
     n_sub = submask.shape[0]
-    dyn = alg.dyn
-    max_res = alg.max_res
-    keep = alg.keep
-    rule = alg.rule
-    algo = alg.algo
-    centred = alg.zero_sum and rule == 1  # kcore.RULE_LOGPROB
-    dual_c = alg.dual_c
-    lo_b = 1.0 - alg.clip_lo
-    hi_b = 1.0 + alg.clip_hi
-    sgd = opt.kind == OPT_SGD
-    lr = opt.lr
-    wd = opt.wd
-    b1 = opt.b1
-    b2 = opt.b2
-    eps = opt.eps
-    decoupled = opt.kind == OPT_ADAMW
-    decay = _fma(-wd, lr, 1.0) if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
+    dyn, max_res, keep, rule, algo, zero_sum, dual_c, lo_b, hi_b = alg_terms(alg)
+    sgd, lr, wd, b1, b2, eps, _, decay, l2 = opt_terms(opt)
+    centred = zero_sum and rule == RULE_LOGPROB
     inv_n = 1.0 / N
     odd = K % 2 == 1
     tails = st.tails

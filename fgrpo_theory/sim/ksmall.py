@@ -120,6 +120,25 @@ def _adam_small(z, e, inv_s, cvec, C, inv_n, lr, l2, decay, b1, b2, eps, bc1, sb
         )  # fmt: skip
 
 
+@jit_exact_inline
+def alg_terms(alg):
+    """``(dyn, max_res, keep, rule, algo, zero_sum, dual_c, lo_b, hi_b)`` of the
+    :class:`~.records.Algorithm` record, ``lo_b = 1 - clip_lo``, ``hi_b = 1 + clip_hi``."""
+    return (alg.dyn, alg.max_res, alg.keep, alg.rule, alg.algo, alg.zero_sum, alg.dual_c,
+            1.0 - alg.clip_lo, 1.0 + alg.clip_hi)  # fmt: skip
+
+
+@jit_exact_inline
+def opt_terms(opt):
+    """``(sgd, lr, wd, b1, b2, eps, decoupled, decay, l2)`` of the :class:`~.records.Optimizer`
+    record: AdamW decays the logits by ``decay = 1 - wd lr`` (one FMA), Adam adds ``l2 = wd``
+    times the logits to the gradient."""
+    decoupled = opt.kind == OPT_ADAMW
+    decay = _fma(-opt.wd, opt.lr, 1.0) if decoupled else 1.0
+    l2 = 0.0 if decoupled else opt.wd
+    return (opt.kind == OPT_SGD, opt.lr, opt.wd, opt.b1, opt.b2, opt.eps, decoupled, decay, l2)
+
+
 @jit_run_exact
 def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
               sctab, t_base):  # fmt: skip
@@ -137,24 +156,8 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     log_steps = log.log_steps
     n_log = log_steps.shape[0]
     n_sub = submask.shape[0]
-    dyn = alg.dyn
-    max_res = alg.max_res
-    keep = alg.keep
-    rule = alg.rule
-    algo = alg.algo
-    zero_sum = alg.zero_sum
-    dual_c = alg.dual_c
-    lo_b = 1.0 - alg.clip_lo
-    hi_b = 1.0 + alg.clip_hi
-    sgd = opt.kind == OPT_SGD
-    lr = opt.lr
-    wd = opt.wd
-    b1 = opt.b1
-    b2 = opt.b2
-    eps = opt.eps
-    decoupled = opt.kind == OPT_ADAMW
-    decay = _fma(-wd, lr, 1.0) if decoupled else 1.0
-    l2 = 0.0 if decoupled else wd
+    dyn, max_res, keep, rule, algo, zero_sum, dual_c, lo_b, hi_b = alg_terms(alg)
+    sgd, lr, wd, b1, b2, eps, decoupled, decay, l2 = opt_terms(opt)
     inline_adam = K < ADAM_SCALAR_K
     inv_n = 1.0 / N
     key = state_io[0]
