@@ -43,9 +43,9 @@ dense_cpu = time.process_time() - c2
 # where the first simulate's compilation went: Numba's own pipeline times per kernel (seconds
 # of wall time, nested compilations included in their caller's type inference)
 import numba
-from fgrpo_theory.sim import kernels, kmetrics, kcore, ksmall, sumtree
+from fgrpo_theory.sim import kernels, kmetrics, kcore, ksmall, kthresh, sumtree
 stages = {}
-for mod in (kernels, kmetrics, kcore, ksmall, sumtree):
+for mod in (kernels, kmetrics, kcore, ksmall, kthresh, sumtree):
     for name in dir(mod):
         d = getattr(mod, name)
         if isinstance(d, numba.core.dispatcher.Dispatcher) and d.py_func.__module__ == mod.__name__:

@@ -38,16 +38,14 @@ then ``n_sub`` subset masses, then ``n_sub`` tail-miss counts, then ``n_sub`` su
 then the kept-group counters of dynamic sampling (kept active groups, then ``n_sub`` tail misses
 among them); see :func:`n_metrics` and the ``m_*`` offset helpers.
 
-Equal-progress thresholds (``Logging.thresholds``, theory.md section 11): each run records, per
-threshold t, the first step whose Q_pos is >= t and the metrics row of that step (``thr_out``,
-``thr_step``; step -1 = not reached), without any per-step logging; see :func:`_thr_check`.
+Equal-progress thresholds (``Logging.thresholds``, theory.md section 11): see :mod:`.kthresh`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit_batch, jit_fast, jit_fast_inline, jit_run_fast
+from ._jit import jit_batch, jit_fast_inline, jit_run_fast
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -57,7 +55,6 @@ from .kcore import (
     _clear_counts,
     _coefficients,
     _coefficients_at,
-    _kadd,
     _kadd2,
     _likelihood_advantages,
     _local_rng,
@@ -77,6 +74,7 @@ from .kmetrics import (  # noqa: F401  (the metric slots are re-exported: runner
     M_SUB0,
     _metrics,
 )
+from .kthresh import THR_MARGIN, THR_MARGIN32, _thr_check, _thr_pending, _tree_correct_sum
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 from .sumtree import tree_build, tree_find, tree_find_lanes, tree_leaf_range, tree_set
@@ -153,51 +151,6 @@ def _first_row(z, correct, submask, p0, sum_p0c, log_steps, out):
     for j in range(M_SUB0 + 3 * n_sub, M_SUB0 + 4 * n_sub + 1):  # kept-group counters
         out[0, j] = 0.0
     return 1
-
-
-#: The cheap per-step Q_pos (uncompensated sums of the step's exp(z - max)) selects the steps at
-#: which the exact Q_pos of :func:`_metrics` decides a threshold: those with cheap Q_pos >= t -
-#: THR_MARGIN. Its error (a few ulps per summed term, <= 1e-8 relative at K = 1e8) is far below.
-THR_MARGIN = 1e-6
-#: The same for float32 weights (``precision = "float32"``): each is within 2 float32 ulps
-#: (2.4e-7 relative) of exp(z - max) and their block sums within ~7e-7, so 1e-5 is ample.
-THR_MARGIN32 = 1e-5
-
-
-@jit_fast_inline
-def _thr_pending(thr_step):
-    """Index of the first threshold not reached yet (thresholds are sorted ascending)."""
-    n = 0
-    while n < thr_step.shape[0] and thr_step[n] >= 0:
-        n += 1
-    return n
-
-
-@jit_fast
-def _thr_check(z, correct, submask, p0, sum_p0c, thresholds, ti, step, scratch, thr_out,
-               thr_step):  # fmt: skip
-    """Exact metrics of softmax(z) (the state after ``step``) into ``scratch``; every pending
-    threshold its Q_pos reaches gets ``step`` and the row. Returns the next pending index."""
-    _metrics(z, correct, submask, p0, sum_p0c, scratch)
-    q = scratch[M_QPOS]
-    n_thr = thresholds.shape[0]
-    while ti < n_thr and q >= thresholds[ti]:
-        thr_step[ti] = step
-        for j in range(scratch.shape[0]):
-            thr_out[ti, j] = scratch[j]
-        ti += 1
-    return ti
-
-
-@jit_fast
-def _tree_correct_sum(tree, P, correct):
-    """Compensated sum of the correct leaves of the sum tree: ``(sum, compensation)``."""
-    acc = np.zeros(1)
-    cmp = np.zeros(1)
-    for k in range(correct.shape[0]):
-        if correct[k]:
-            _kadd(acc, cmp, 0, tree[P + k])
-    return acc[0], cmp[0]
 
 
 #: Draws whose uniforms are computed together (vectorized) and, when the sum tree's descents
