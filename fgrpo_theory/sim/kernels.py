@@ -434,9 +434,8 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
                                 sr, z, e, zmax, inv_s, lq, touched, nd, cnt, N, cvec
                             )
                     t_opt += 1
-                    if ad is None:  # SGD, decided at compile time
-                        _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
-                    elif opt.kind == OPT_SGD:
+                    # ad = None (SGD): decided at compile time, the Adam branch is pruned
+                    if ad is None or opt.kind == OPT_SGD:
                         _sgd_v(z, e, inv_s, cvec, C, inv_n, opt.lr, opt.wd)
                     else:
                         _adam_v(

@@ -211,9 +211,7 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
             hi_b, zero_sum, cvec, dual_c,
         )  # fmt: skip
         t_opt += 1
-        if ad is None:  # SGD, decided at compile time
-            _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd)
-        elif sgd:
+        if ad is None or sgd:  # ad = None (SGD): the Adam branch is pruned at compile time
             _sgd_small(z, e, inv_s, cvec, C, inv_n, lr, wd)
         else:
             if inline_adam:
@@ -282,9 +280,7 @@ def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
         t_lo = min(t_lo, st.ints[r, I_TOPT])
         t_hi = max(t_hi, st.ints[r, I_TOPT])
     n = t_hi - t_lo + step_hi - step_lo
-    if ad is None:
-        sctab = np.zeros((1, 3))
-    elif opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:
+    if ad is None or opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:  # (ad = None: pruned)
         sctab = np.zeros((1, 3))
     else:
         sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n)
