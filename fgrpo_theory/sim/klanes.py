@@ -28,7 +28,7 @@ from ._jit import jit_batch, jit_exact
 from .kcore import OPT_SGD, RULE_LOGPROB, _ratio_weight
 from .kernels import _first_row, _log_row
 from .kexp import exp_lane
-from .ksmall import ADAM_SCALAR_K, _adam_elem, _sgd_elem, adam_rows, alg_terms, opt_terms
+from .ksmall import ADAM_SCALAR_K, _adam_elem, _sgd_elem, alg_terms, opt_terms, step_scalars
 from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 
@@ -305,21 +305,11 @@ def run_lanes(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
     """:func:`~.ksmall.run_small` for every run (row) of ``st``, :data:`LANES` runs at a time,
     without the GIL (the runner gives each thread a block of rows); ``ad`` = None: SGD."""
     R, K = st.z.shape
-    t_lo = st.ints[0, I_TOPT]
-    t_hi = t_lo
-    for r in range(R):
-        t_lo = min(t_lo, st.ints[r, I_TOPT])
-        t_hi = max(t_hi, st.ints[r, I_TOPT])
-    if ad is None:
-        sctab = np.zeros((1, 3))
-    elif opt.kind == OPT_SGD:
-        sctab = np.zeros((1, 3))
-    else:
-        sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_hi + step_hi - step_lo)
+    sctab, t_base = step_scalars(opt, ad, st.ints, K, step_lo, step_hi)
     zr = np.empty(K)
     for r0 in range(0, R, LANES):
         L = min(LANES, R - r0)
-        _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_lo + 1, zr)
+        _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_base, zr)
 
 
 def lanes_eligible(rec: dict, z: np.ndarray) -> bool:

@@ -269,38 +269,32 @@ def _draw_small(e, cum, correct, N, state, cnt, touched):
     return nd, X
 
 
+@jit_exact
+def step_scalars(opt, ad, ints, K, step_lo, step_hi):
+    """``(sctab, t_base)`` of :func:`run_small` for the runs whose counters are ``ints[R, :]``
+    (their optimizer steps so far in column ``I_TOPT``), advancing from ``step_lo`` to
+    ``step_hi``: Adam's scalars of every step any of them takes (:func:`adam_rows`), or a dummy
+    row for SGD and for K >= ``ADAM_SCALAR_K`` (``ad`` = None: SGD, decided at compile time)."""
+    t_lo = ints[0, I_TOPT]
+    t_hi = t_lo
+    for r in range(ints.shape[0]):
+        t_lo = min(t_lo, ints[r, I_TOPT])
+        t_hi = max(t_hi, ints[r, I_TOPT])
+    if ad is None or opt.kind == OPT_SGD or K >= ADAM_SCALAR_K:
+        return np.zeros((1, 3)), t_lo + 1
+    return adam_rows(opt.b1, opt.b2, t_lo + 1, t_hi + step_hi - step_lo), t_lo + 1
+
+
 @jit_batch
 def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
     """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
     runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled)."""
-    R = st.z.shape[0]
-    t_lo = st.ints[0, I_TOPT]
-    t_hi = t_lo
-    for r in range(R):
-        t_lo = min(t_lo, st.ints[r, I_TOPT])
-        t_hi = max(t_hi, st.ints[r, I_TOPT])
-    n = t_hi - t_lo + step_hi - step_lo
-    if ad is None or opt.kind == OPT_SGD or st.z.shape[1] >= ADAM_SCALAR_K:  # (ad = None: pruned)
-        sctab = np.zeros((1, 3))
-    else:
-        sctab = adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n)
-    for r in range(R):
+    sctab, t_base = step_scalars(opt, ad, st.ints, st.z.shape[1], step_lo, step_hi)
+    for r in range(st.z.shape[0]):
         run_small(
             prob, log, alg, opt, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
-            st.tails[r], step_lo, step_hi, out[r], sctab, t_lo + 1,
+            st.tails[r], step_lo, step_hi, out[r], sctab, t_base,
         )  # fmt: skip
-
-
-def small_scalars(opt, ad, t_opt: np.ndarray, K: int, step_lo: int, step_hi: int):
-    """``(sctab, t_base)`` of :func:`run_small` for runs whose optimizer steps so far are
-    ``t_opt``: what :func:`run_small_batch` computes, for calls of :func:`run_small` from
-    Python."""
-    t_lo = int(t_opt.min())
-    t_hi = int(t_opt.max())
-    n = t_hi - t_lo + step_hi - step_lo
-    if ad is None or opt.kind == OPT_SGD or K >= ADAM_SCALAR_K:
-        return np.zeros((1, 3)), t_lo + 1
-    return adam_rows(opt.b1, opt.b2, t_lo + 1, t_lo + n), t_lo + 1
 
 
 def _target_has_fma() -> bool:

@@ -261,7 +261,6 @@ def _run_chunk(
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     from . import klanes, ksmall
     from .kcore import OPT_SGD
-    from .records import I_TOPT
     from .threads import on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
@@ -276,9 +275,8 @@ def _run_chunk(
                     p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
                 )
                 return
-            sctab, t_base = ksmall.small_scalars(
-                op, ad, st.ints[lo:hi, I_TOPT], st.z.shape[1], step_lo, step_hi
-            )
+            K = st.z.shape[1]
+            sctab, t_base = ksmall.step_scalars(op, ad, st.ints[lo:hi], K, step_lo, step_hi)
             for r in range(lo, hi):
                 ksmall.run_small(
                     p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
