@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["WORKERS", "pinned_kernels", "multi_base", "single_base", "smoke_base", "grid",
-           "levels", "compared", "arm_summary"]  # fmt: skip
+__all__ = ["WORKERS", "pinned_kernels", "multi_base", "single_base", "smoke_base", "levels",
+           "compared", "arm_summary"]  # fmt: skip
 
 #: worker processes (the rows do not depend on it, so it is not a parameter)
 WORKERS = 2
@@ -77,22 +77,16 @@ def smoke_base(variant: str = "multi", N: int = 4):
     return cfg
 
 
-def grid(d: pd.DataFrame, metric: str) -> np.ndarray:
-    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
-    d = d.sort_values(["population_seed", "seed_index"])
-    return d[metric].to_numpy(float).reshape(d["population_seed"].nunique(), -1)
-
-
 def levels(runs: pd.DataFrame, by: str, metrics, n_boot: int = 4_000) -> pd.DataFrame:
     """Median over draws x seeds of each metric per value of ``by`` and split, with its
     two-level bootstrap interval (draws, then seeds), every draw's median (``draw_medians``) and
     every run's value (``run_values``: every (draw, seed), draw-major)."""
-    from fgrpo_theory.fair.twolevel import per_draw_differences, two_level_interval
+    from fgrpo_theory.fair.twolevel import metric_grid, per_draw_differences, two_level_interval
 
     rows = []
     for (key, split), e in runs.groupby([by, "split"], sort=True):
         for m in metrics:
-            g = grid(e, m)
+            g = metric_grid(e, m)
             if not np.isfinite(g).all() or g.shape[0] < 2:
                 continue
             z = np.zeros_like(g)

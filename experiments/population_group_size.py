@@ -111,16 +111,10 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _grid(d: pd.DataFrame, metric: str) -> np.ndarray:
-    """[draws, seeds] array of ``metric`` (sorted by draw, then seed)."""
-    d = d.sort_values(["population_seed", "seed_index"])
-    return d[metric].to_numpy(float).reshape(d["population_seed"].nunique(), -1)
-
-
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """Median over draws x seeds of the metrics (bucket "all") per arm and split, with its 95 %
     two-level bootstrap interval (``_lo``, ``_hi``) and the per-draw medians (``_draws``)."""
-    from fgrpo_theory.fair import two_level_interval
+    from fgrpo_theory.fair import metric_grid, two_level_interval
 
     d = df[(df["arm"] != "snr") & (df["bucket"] == "all")]
     keys = ["sharing", "optimizer", "B", "split", "arm", "N", "gamma"]
@@ -128,7 +122,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     for k, e in d.groupby(keys, sort=True):
         r = dict(zip(keys, k, strict=True))
         for m in ("pass_at_1", "pass_at_256", "rare_nll_rise"):
-            g = _grid(e, m)
+            g = metric_grid(e, m)
             if g.shape[0] >= 2:
                 r[m], r[f"{m}_lo"], r[f"{m}_hi"] = two_level_interval(g, np.zeros_like(g))
             else:
@@ -160,6 +154,7 @@ def paired(df: pd.DataFrame, params: Params = PARAMS) -> pd.DataFrame:
     from fgrpo_theory.fair.twolevel import (
         BIMODAL_THRESHOLD,
         bimodality_coefficient,
+        metric_grid,
         per_draw_differences,
         two_level_interval,
     )
@@ -179,12 +174,12 @@ def paired(df: pd.DataFrame, params: Params = PARAMS) -> pd.DataFrame:
                 c = e[(e.arm == arm) & (e.gamma == g)]
                 if len(f) == 0 or len(f) != len(c) or f.population_seed.nunique() < 2:
                     continue
-                ft, ct = _grid(f[f.split == "train"], "pass_at_1"), _grid(c[c.split == "train"],
-                                                                           "pass_at_1")  # fmt: skip
+                ft = metric_grid(f[f.split == "train"], "pass_at_1")
+                ct = metric_grid(c[c.split == "train"], "pass_at_1")
                 nb = int(sum(bim(ft[i]) or bim(ct[i]) for i in range(len(ft))))
                 for m, scale in _PAIRED_METRICS:
-                    a = _grid(f[f.split == split], m) * scale
-                    b = _grid(c[c.split == split], m) * scale
+                    a = metric_grid(f[f.split == split], m) * scale
+                    b = metric_grid(c[c.split == split], m) * scale
                     med, lo, hi = two_level_interval(a, b)
                     dd = per_draw_differences(a, b)
                     vc = variance_components(a, b) if a.shape[1] >= 2 else {}

@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ._common import footnote
-from ._sequence import WORKERS, grid, levels, multi_base, smoke_base
+from ._sequence import WORKERS, levels, multi_base, smoke_base
 
 __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "STORED", "Params", "PARAMS", "compute", "plot",
            "summary", "paired"]  # fmt: skip
@@ -73,7 +73,7 @@ def paired(df: pd.DataFrame, pairs=((8, 2), (32, 8), (32, 2)), split: str = "tes
     """N = a minus N = b per metric (same draws and seeds): difference of medians, its 95 %
     two-level paired interval, the draws with a positive difference of medians and the runs
     (draw x seed) with a positive difference."""
-    from fgrpo_theory.fair.twolevel import per_draw_differences, two_level_interval
+    from fgrpo_theory.fair.twolevel import metric_grid, per_draw_differences, two_level_interval
 
     runs = df[(df.role == "arm") & (df.split == split)]
     rows = []
@@ -82,7 +82,7 @@ def paired(df: pd.DataFrame, pairs=((8, 2), (32, 8), (32, 2)), split: str = "tes
         if not (len(A) and len(B)):
             continue
         for m in METRICS:
-            ga, gb = grid(A, m), grid(B, m)
+            ga, gb = metric_grid(A, m), metric_grid(B, m)
             est, lo, hi = two_level_interval(ga, gb)
             dd = per_draw_differences(ga, gb)
             rows.append(dict(a=a, b=b, metric=m, median=est, lo=lo, hi=hi,

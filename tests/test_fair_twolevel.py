@@ -4,6 +4,7 @@ bimodality coefficient against scipy's bias-corrected moments."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -11,6 +12,7 @@ from fgrpo_theory.fair.stats import paired_bootstrap_interval
 from fgrpo_theory.fair.twolevel import (
     BIMODAL_THRESHOLD,
     bimodality_coefficient,
+    metric_grid,
     per_draw_differences,
     two_level_interval,
 )
@@ -81,3 +83,20 @@ def test_bimodality_coefficient_matches_scipy_moments():
     assert bimodality_coefficient(two) > BIMODAL_THRESHOLD
     assert bimodality_coefficient(rng.normal(size=400)) < BIMODAL_THRESHOLD
     assert bimodality_coefficient(np.ones(10)) == 0.0
+
+
+def test_metric_grid_orders_draws_then_seeds():
+    # rows shuffled by hand; draws 7 and 3 (draw 3 first), seeds 0..2; value = 10 * draw + seed
+    runs = pd.DataFrame({"population_seed": [7, 3, 7, 3, 3, 7], "seed_index": [2, 1, 0, 0, 2, 1],
+                         "m": [72.0, 31.0, 70.0, 30.0, 32.0, 71.0]})  # fmt: skip
+    g = metric_grid(runs, "m")
+    assert g.dtype == np.float64
+    assert g.tolist() == [[30.0, 31.0, 32.0], [70.0, 71.0, 72.0]]
+
+
+def test_metric_grid_refuses_draws_with_unequal_seeds():
+    # 4 rows over 2 draws reshape to 2 x 2, but draw 3 has 3 runs and draw 7 one
+    runs = pd.DataFrame({"population_seed": [3, 3, 3, 7], "seed_index": [0, 1, 2, 0],
+                         "m": [1.0, 2.0, 3.0, 4.0]})  # fmt: skip
+    with pytest.raises(ValueError, match="runs must be a table with the same number of runs"):
+        metric_grid(runs, "m")

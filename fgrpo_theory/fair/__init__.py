@@ -4,7 +4,8 @@
 - :mod:`.progress`: equal-progress metrics from per-step logs (M_ret, rare mass, rare NLL at the
   first step where Q_pos reaches a threshold; the M_ret-against-Q_pos curve);
 - :mod:`.stats`: median, IQR, every seed, paired bootstrap intervals;
-- :mod:`.twolevel`: two-level (population draws, then seeds) intervals and a bimodality flag;
+- :mod:`.twolevel`: two-level (population draws, then seeds) intervals, a bimodality flag and
+  the draws x seeds grid of a metric (:func:`metric_grid`);
 - :mod:`.compare`: :func:`run_comparison`, the one call behind ``simulate --controls``;
 - :mod:`.lr`: :func:`lr_advice`, the learning rate to run focal weighting at coming from a
   vanilla setting (the one answer behind ``fgrpo-theory lr``), and :func:`step_ratio`, the
@@ -51,6 +52,7 @@ _LAZY = {
     "two_level_interval": "twolevel",
     "summarize_arms": "twolevel",
     "variance_components": "twolevel",
+    "metric_grid": "twolevel",
 }
 _SUBMODULES = ("compare", "controls", "lr", "progress", "stats", "twolevel")
 
@@ -61,6 +63,7 @@ __all__ = [
     "two_level_interval",
     "summarize_arms",
     "variance_components",
+    "metric_grid",
     "ARM_NAMES",
     "CONTROLS",
     "LrAdvice",

@@ -10,6 +10,7 @@ returns the percentile interval of ``statistic(a) - statistic(b)`` over the pool
 :func:`per_draw_differences` gives every draw's own estimate (what a figure shows), and
 :func:`bimodality_coefficient` flags seed outcomes that split into two clusters (a progress match
 is then ill-conditioned: a control's lr moves the fraction of seeds in each cluster).
+:func:`metric_grid` reads the draws x seeds array of a metric off a table of runs.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "BIMODAL_THRESHOLD",
     "summarize_arms",
     "variance_components",
+    "metric_grid",
 ]
 
 #: Sarle's bimodality coefficient of a uniform distribution; larger values suggest bimodality.
@@ -154,9 +156,17 @@ def bimodality_coefficient(x: Any) -> float:
     return float((G1 * G1 + 1.0) / (G2 + 3.0 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
 
 
-def _metric_grid(d: pd.DataFrame, metric: str) -> np.ndarray:
-    """[draws, seeds] array of a metric (rows sorted by draw, then seed)."""
-    d = d.sort_values(["population_seed", "seed_index"])
+def metric_grid(runs: pd.DataFrame, metric: str) -> np.ndarray:
+    """The ``[draws, seeds]`` array of column ``metric`` of a table of runs (one row per
+    population draw ``population_seed`` and training seed ``seed_index``): row i is the i-th
+    draw in ascending ``population_seed``, its seeds in ascending ``seed_index``; the input of
+    :func:`two_level_interval`, :func:`per_draw_differences` and :func:`variance_components`.
+    Every draw must have the same number of runs."""
+    n = runs.groupby("population_seed").size()
+    if n.nunique() > 1:
+        fail("runs", f"draws with {n.min()} to {n.max()} runs",
+             "a table with the same number of runs (seeds) for every population_seed")  # fmt: skip
+    d = runs.sort_values(["population_seed", "seed_index"])
     D = d["population_seed"].nunique()
     return d[metric].to_numpy(float).reshape(D, -1)
 
@@ -206,7 +216,7 @@ def summarize_arms(
         c_tr = e[(e.role == "control") & (e.split == "train")]
         if len(c_tr) == 0:
             continue
-        ga, gc = _metric_grid(a_tr, "pass_at_1"), _metric_grid(c_tr, "pass_at_1")
+        ga, gc = metric_grid(a_tr, "pass_at_1"), metric_grid(c_tr, "pass_at_1")
         bim = sum(_bimodal(ga[i]) or _bimodal(gc[i]) for i in range(len(ga)))
         resid = np.concatenate([(ga - np.median(ga, 1, keepdims=True)).ravel(),
                                 (gc - np.median(gc, 1, keepdims=True)).ravel()])  # fmt: skip
@@ -215,8 +225,8 @@ def summarize_arms(
         unmatched = int((~c_tr.groupby("population_seed")["matched"].first()).sum())
         for m in metrics:
             s = float(scale.get(m, 1.0))
-            A = _metric_grid(e[(e.role == "arm") & (e.split == split)], m) * s
-            C = _metric_grid(e[(e.role == "control") & (e.split == split)], m) * s
+            A = metric_grid(e[(e.role == "arm") & (e.split == split)], m) * s
+            C = metric_grid(e[(e.role == "control") & (e.split == split)], m) * s
             if not (np.isfinite(A).all() and np.isfinite(C).all()):
                 continue
             est, lo, hi = two_level_interval(A, C, n_boot=n_boot)
