@@ -64,8 +64,16 @@ SIM = {
         K=6, logits="1.0x1,0.0x5", correct=2, N=8, steps=50, optimizer="adam", lr=0.05, seeds=3
     ),
     "dense_k6_lanes_dapo": dict(  # > runner.DIRECT_RUNS runs: the SIMD-lanes kernel (klanes)
-        K=6, logits="1.0x1,0.0x5", correct=1, N=8, steps=50, optimizer="adam", lr=0.05,
-        seeds=70, dynamic_sampling="dapo", subsets={"rare": "1..3"},
+        K=6,
+        logits="1.0x1,0.0x5",
+        correct=1,
+        N=8,
+        steps=50,
+        optimizer="adam",
+        lr=0.05,
+        seeds=70,
+        dynamic_sampling="dapo",
+        subsets={"rare": "1..3"},
     ),  # fmt: skip
     "dense_k1000_adam": dict(
         K=1000,
