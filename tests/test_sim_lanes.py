@@ -15,10 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fgrpo_theory.sim import SimConfig, klanes, runner, simulate
+from fgrpo_theory.sim import SimConfig, kexp, klanes, runner, simulate
 from fgrpo_theory.sim.ksmall import TARGET_FMA, small_eligible
 
-needs_fma = pytest.mark.skipif(not TARGET_FMA, reason="Numba's target CPU has no FMA")
+# the lanes kernel is taken where the small loop is (an FMA target) and the replica of libm's exp
+# matches this machine's (kexp's self-check; tests/test_kexp.py requires it on glibc x86-64 FMA)
+needs_fma = pytest.mark.skipif(
+    not (TARGET_FMA and kexp.exp_lane_matches_libm()),
+    reason="Numba's target CPU has no FMA, or libm's exp is not the one kexp replicates",
+)
 
 CONFIGS = [
     dict(K=6, optimizer="sgd", lr=0.1),
@@ -81,10 +86,14 @@ def _counting(fn, calls):
 @needs_fma
 def test_chunks_and_threads_do_not_change_the_lanes(monkeypatch):
     cfg = _config(dict(K=6, optimizer="adam", lr=0.05, steps=90, seeds=70))
+    calls = []
+    monkeypatch.setattr(klanes, "run_lanes", _counting(klanes.run_lanes, calls))
     general = _general(cfg, monkeypatch, chunk_steps=13)
+    assert not calls
     pd.testing.assert_frame_equal(general, simulate(cfg, threads=1, chunk_steps=13),
                                   check_exact=True)  # fmt: skip
     pd.testing.assert_frame_equal(general, simulate(cfg, threads=2), check_exact=True)
+    assert len(calls) >= 7 + 2  # 7 chunks on one thread, then a block per thread
 
 
 def test_adam_above_the_scalar_loop_is_not_taken():
@@ -96,7 +105,7 @@ def test_adam_above_the_scalar_loop_is_not_taken():
 @needs_fma
 @pytest.mark.parametrize(
     "kw",
-    [  # exp(z - max z) underflows to 0 for some actions: draws move to the nearest positive one
+    [  # exp(z - max z) underflows to 0 for some actions (ties in the CDF)
         dict(logits="0.0x3,-800.0x3", lr=0.5, rule="linear", advantage="dr-grpo",
              r_incorrect=-1.0),
         dict(logits="-800.0x1,0.0x5", lr=0.3, rule="linear"),
@@ -111,7 +120,49 @@ def test_zero_weights_in_lanes(kw, monkeypatch):
     # simulator refuses such a run after the kernel; here the kernels' logs are compared whole
     monkeypatch.setattr(_validate, "fail", lambda *a, **k: None)
     cfg = _config(dict(K=6, **kw))
+    calls = []
+    monkeypatch.setattr(klanes, "run_lanes", _counting(klanes.run_lanes, calls))
     lanes = simulate(cfg, threads=1)
+    assert calls
     general = _general(cfg, monkeypatch)
     assert general.equals(lanes)  # NaN where NaN
     assert lanes["q_pos"].nunique() > 10
+
+
+def test_draws_on_zero_weights_move_down_as_nonzero_below_moves_them():
+    """_draw_lanes against a hand oracle: each draw t = u S lands on #{i < K-1: cum_i <= t}, then
+    on the nearest action below with positive weight (kcore._nonzero_below), counted per lane.
+    ``S`` is set above the CDF's total so that draws reach zero-weight actions at the top
+    (with the real total they cannot), and action 0 has zero weight in one lane."""
+    from fgrpo_theory.sim.rng import uniform_at
+
+    K, L, N = 5, 3, 64
+    e = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0],
+                  [0.0, 0.0, 0.0]])  # fmt: skip
+    cum = np.cumsum(e, axis=0)
+    S = cum[-1] * 2.0
+    correct = np.array([1, 0, 1, 0, 0], np.uint8)
+    key = np.array([11, 22, 33], np.uint64)
+    ctr = np.array([5, 0, 9], np.uint64)
+    start = ctr.copy()
+    cnt = np.zeros((K, L), np.int64)
+    X = np.zeros(L, np.int64)
+    klanes._draw_lanes(e, cum, S, correct, N, key, ctr, np.zeros(L, np.uint64),
+                       np.ones(L, np.bool_), np.zeros((K, L), np.int64), cnt, X,
+                       np.empty(L))  # fmt: skip
+    moved = 0
+    for lane in range(L):
+        want = np.zeros(K, np.int64)
+        for j in range(N):
+            t = uniform_at(key[lane], start[lane] + np.uint64(j + 1)) * S[lane]
+            k = int(sum(cum[i, lane] <= t for i in range(K - 1)))
+            moved += e[k, lane] == 0.0
+            while e[k, lane] == 0.0 and k > 0:
+                k -= 1
+            want[k] += 1
+        assert np.array_equal(cnt[:, lane], want), lane
+        assert X[lane] == int(want @ correct)
+        assert ctr[lane] == start[lane] + N
+    assert moved > N  # about half the draws landed on a zero weight and were moved
+    assert cnt[4].sum() == 0 and cnt[3, 0] == 0 and cnt[1, 0] == 0  # zero weights: no draw
+    assert cnt[0, 1] == 0  # lane 1: action 0 has zero weight (cum_0 = 0 <= t: never drawn)

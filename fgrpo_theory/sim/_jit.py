@@ -100,7 +100,7 @@ def _f64_bits(typingctx, x):
 @intrinsic
 def _f64_from_bits(typingctx, bits):
     """The float64 whose bit pattern is the int64 ``bits``."""
-    if not isinstance(bits, types.Integer):
+    if not (isinstance(bits, types.Integer) and bits.bitwidth == 64):
         return None
 
     def codegen(context, builder, signature, args):

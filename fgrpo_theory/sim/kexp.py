@@ -55,8 +55,8 @@ there (measured: zmm instructions in fast-math and strict callers alike, equal b
 from __future__ import annotations
 
 import struct
+import threading
 from decimal import Context, Decimal
-from functools import lru_cache
 
 import numpy as np
 from numba import types
@@ -230,10 +230,18 @@ def self_check_inputs() -> np.ndarray:
     )
 
 
-@lru_cache(maxsize=1)
+_VERDICT: list[bool] = []  # the self-check's answer, once per process
+_VERDICT_LOCK = threading.Lock()
+
+
 def exp_lane_matches_libm() -> bool:
     """Whether :func:`exp_lane` gives libm's ``exp`` bits on :func:`self_check_inputs` in this
-    process (libc, CPU, Numba target): decide once per process (cached) whether the replica may
+    process (libc, CPU, Numba target): decided once per process, whichever threads ask at once
+    (the first computes under a lock, the others wait for its answer), whether the replica may
     stand in for ``np.exp`` here. 15-30 ms once compiled (the inputs and one loop of the replica
     and libm's ``exp`` over them)."""
-    return int(_libm_mismatches(self_check_inputs())) == 0
+    if not _VERDICT:
+        with _VERDICT_LOCK:
+            if not _VERDICT:
+                _VERDICT.append(int(_libm_mismatches(self_check_inputs())) == 0)
+    return _VERDICT[0]

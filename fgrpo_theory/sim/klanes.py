@@ -6,11 +6,13 @@ draws that tally one at a time); JAX's reference runs every operation as a vecto
 seeds and was 1.3-1.7x faster. Here a tile of :data:`LANES` runs advances together: their logits
 are stored ``[K, lanes]``, and every operation of a step (the exponentials, the CDF, each draw's
 inverse-CDF count, the tally, the coefficients, the SGD or Adam update) is a loop over the
-lanes with the same operations, in the same order per run, as :func:`~.ksmall.run_small`. Data-
-dependent indexing becomes one-hot selects over the K actions (the tally, the draw's action, the
-coefficient sum in the order the actions were first drawn), so no branch depends on a draw.
+lanes with the same operations, in the same order per run, as :func:`~.ksmall.run_small`. The
+draws' tally becomes counts of CDF comparisons (:func:`_draw_lanes`), so no branch depends on a
+draw there; only the coefficient sum in the order actions were first drawn, when its terms are
+not all zero, replays each lane's draws with branches (:func:`_ordered_sum`).
 
-The numbers are :func:`~.ksmall.run_small`'s bit for bit (``tests/test_sim_lanes.py``): the same
+The numbers are :func:`~.ksmall.run_small`'s bit for bit (``tests/test_sim_lanes.py``; of a NaN,
+which only a diverged run has, the sign bit may differ): the same
 uniform words per run, the same sums in the same order, the same coefficient helper
 (:func:`~.kcore._ratio_weight`) and update elements (:func:`~.ksmall._sgd_elem`,
 :func:`~.ksmall._adam_elem`); the exponential is :func:`~.kexp.exp_lane`, a replica of the C
@@ -32,7 +34,8 @@ from .ksmall import ADAM_SCALAR_K, _adam_elem, _sgd_elem, alg_terms, opt_terms, 
 from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import uniform_at
 
-#: runs per tile: their state (a few [K, LANES] arrays) stays in the L1 cache at K <= 16
+#: runs per tile: their state (nine [K, LANES] arrays, 4.6 KB per action) stays in the L1 cache
+#: up to K = 6 and in L2 above
 LANES = 64
 
 
@@ -46,7 +49,9 @@ def _draw_lanes(e, cum, S, correct, N, key, ctr, ctr0, mask, A, cnt, X, t):
     only grows, so the draws on action ``i`` number ``A[i-1] - A[i]``, ``A[i]`` = the draws with
     ``cum[i] <= t`` (``A[-1] = N``, ``A[K-1] = 0``): one compare and add per action and draw. Then
     :func:`~.kcore._nonzero_below` moves the draws of a zero-weight action to the nearest action
-    below with positive weight (or 0)."""
+    below with positive weight (or 0): kept for parity with :func:`~.kcore._nonzero_below`,
+    though with the plain CDF a draw cannot land on a zero weight (``cum`` does not grow there,
+    and ``t < S`` for a finite total; ``tests/test_sim_lanes.py`` drives it with a larger ``t``)."""
     K, L = e.shape
     for i in range(K - 1):
         for l in range(L):
@@ -102,6 +107,17 @@ def _ordered_sum(e, cum, S, N, key, ctr0, part, C, t, k, seen):
             if seen[l] & bit == 0:
                 seen[l] |= bit
                 C[l] += part[k[l], l]
+
+
+@jit_exact
+def _max_lanes(z, zmax):
+    """``zmax[l]`` = the largest logit of lane ``l`` (:func:`~.ksmall._max_small`'s comparison)."""
+    K, L = z.shape
+    for l in range(L):
+        zmax[l] = z[0, l]
+    for i in range(1, K):
+        for l in range(L):
+            zmax[l] = z[i, l] if z[i, l] > zmax[l] else zmax[l]
 
 
 @jit_exact
@@ -187,11 +203,7 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
     sb = np.empty(L)
     rsb = np.empty(L)
     pold = np.empty(1)
-    for l in range(L):  # the largest logit (a max is exact in any order)
-        zmax[l] = z[0, l]
-    for i in range(1, K):
-        for l in range(L):
-            zmax[l] = z[i, l] if z[i, l] > zmax[l] else zmax[l]
+    _max_lanes(z, zmax)
     for step in range(step_lo + 1, step_hi + 1):
         for l in range(L):
             S[l] = 0.0
@@ -254,7 +266,7 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
         for l in range(L):
             t_opt[l] += 1
             pc[l] = C[l] * inv_s[l]
-        if not adam:  # ad None: SGD, decided at compile time
+        if ad is None or sgd:  # ad = None (SGD): the Adam branch is pruned at compile time
             for i in range(K):
                 for l in range(L):
                     z[i, l] = _sgd_elem(z[i, l], e[i, l], pc[l], cvec[i, l], inv_n, lr, wd)
@@ -271,11 +283,7 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
                         z[i, l], e[i, l], pc[l], cvec[i, l], inv_n, lr, l2, decay, b1, b2, eps,
                         bc1[l], sb[l], rsb[l], mm[i, l], vv[i, l], divide,
                     )  # fmt: skip
-        for l in range(L):
-            zmax[l] = z[0, l]
-        for i in range(1, K):
-            for l in range(L):
-                zmax[l] = z[i, l] if z[i, l] > zmax[l] else zmax[l]
+        _max_lanes(z, zmax)
         for l in range(L):
             if li[l] < n_log and step == log_steps[li[l]]:
                 for i in range(K):

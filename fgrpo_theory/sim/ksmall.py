@@ -12,8 +12,8 @@ loop calls ``_adam``), and Adam's step-dependent scalars are computed once per s
 run of a call instead of once per step and run.
 
 A block of more than ``runner.DIRECT_RUNS`` runs of SGD, or of Adam / AdamW below K = 8, takes
-:mod:`.klanes` instead: the same computation with the runs in SIMD lanes (1.6-1.8x JAX at
-K = 6 where this loop was 0.5-0.8x).
+:mod:`.klanes` instead where its replica of libm's ``exp`` passed its self-check: the same
+computation with the runs in SIMD lanes (1.6-1.8x JAX at K = 6 where this loop was 0.5-0.8x).
 
 Where the general loop spends its time at K = 6 (CPU time per seed-step, K = 6, N = 8, one
 thread, load ~10): the 6 libm ``exp`` calls about 33 ns, the 8 draws about 60 ns (the 8 uniforms
