@@ -25,9 +25,6 @@ build of the same C source where GCC fused multiply-adds. Read from its machine 
 
 :func:`exp_lane` computes every path and picks the result by ``select`` instructions, so it has
 no branch at all: every input (not only the common range) gives libm's bits, in a vector loop.
-:func:`exp_lane_common` computes the common path only, for callers that know ``|x| < 512``
-(there it equals libm too, 0 and tiny ``x`` included): about half the time per element.
-
 The constants are libm's (``__exp_data`` in its ``.rodata``: ``N/ln2``, the split of ``ln2/N``,
 the shift ``1.5 2^52`` and the minimax coefficients C2..C5, written below as their bit
 patterns). The table is computed here (:func:`_table`: ``2^(k/N)`` to 50 digits by seven
@@ -64,7 +61,7 @@ from numba.extending import intrinsic
 
 from ._jit import _f64_bits, _f64_from_bits, _fma, jit_exact, jit_exact_inline
 
-__all__ = ["exp_lane", "exp_lane_common", "exp_lane_matches_libm", "exp_array", "exp_array_common"]
+__all__ = ["exp_lane", "exp_lane_matches_libm", "exp_array"]
 
 #: table size (glibc's EXP_TABLE_BITS = 7)
 N = 128
@@ -140,16 +137,6 @@ def _reduce(x):
 
 
 @jit_exact
-def exp_lane_common(x):
-    """libm's ``exp(x)`` bit for bit for ``|x| < 512`` (NaN excluded; 0 and tiny ``x`` give
-    glibc's ``1 + x``): only glibc's common path, about twice as fast as :func:`exp_lane`.
-    PRECONDITION, not checked: other ``x`` give wrong numbers."""
-    ki, sbits, tmp = _reduce(x)
-    scale = _f64_from_bits(sbits)
-    return _fma(scale, tmp, scale)
-
-
-@jit_exact
 def exp_lane(x):
     """libm's ``exp(x)`` bit for bit for every float64 ``x`` (see the module docstring), with no
     branch: a loop of calls vectorizes once LLVM inlines it."""
@@ -186,16 +173,8 @@ def exp_array(x, out):
 
 
 @jit_exact
-def exp_array_common(x, out):
-    """``out[i] = exp_lane_common(x[i])`` (every ``|x[i]| < 512``, not checked)."""
-    for i in range(x.size):
-        out[i] = exp_lane_common(x[i])
-
-
-@jit_exact
 def _libm_mismatches(x):
-    """How many ``x[i]`` give other bits than libm's ``exp`` from :func:`exp_lane` (the one the
-    kernels use; :func:`exp_lane_common` is checked by the tests only)."""
+    """How many ``x[i]`` give other bits than libm's ``exp`` from :func:`exp_lane`."""
     bad = 0
     for i in range(x.size):
         bad += _f64_bits(exp_lane(x[i])) != _f64_bits(np.exp(x[i]))
