@@ -19,6 +19,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 TITLE = "Fig. 2 as the text reads (linear surrogate, AdamW)"
 IN_PAPER = True
 COST_SECONDS = 121.0  # estimated, full settings, 2 cores
+#: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
+SHARED_RUNS = True
 
 Params = Fig2Params
 PARAMS = Fig2Params(config=CONFIG_DIR / "fig2-linear-adamw.toml")

@@ -28,6 +28,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 TITLE = "Fig. 2 under SGD beside Adam, gamma 0 and 1"
 IN_PAPER = False
 COST_SECONDS = 150.0  # estimated, full settings, 2 cores
+#: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
+SHARED_RUNS = True
 
 
 @dataclass(frozen=True)

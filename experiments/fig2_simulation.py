@@ -22,6 +22,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 TITLE = "Fig. 2: categorical simulation (log-prob surrogate, Adam)"
 IN_PAPER = True
 COST_SECONDS = 120.0  # estimated, full settings, 2 cores
+#: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
+SHARED_RUNS = True
 
 Params = Fig2Params
 PARAMS = Fig2Params()

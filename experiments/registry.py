@@ -4,7 +4,8 @@ The registry discovers its figures: every module of this package whose name does
 ``_`` and that defines the module contract (see ``experiments/README.md``):
 
 - ``TITLE: str`` (one line), ``IN_PAPER: bool``, ``COST_SECONDS: float`` (estimated wall time with
-  full settings on a 2-core machine; ``figures all`` runs cheap figures first, ties by name);
+  full settings on a 2-core machine; ``figures all`` runs cheap figures first, ties by name;
+  with several jobs, :func:`run_all` starts the costly ones first);
 - ``PARAMS``: its declared parameters (a frozen dataclass instance);
 - ``compute(params, fast=False) -> pandas.DataFrame``: a tidy table computed by the library;
   ``fast=True`` reduces seeds, steps or grid sizes;
@@ -16,7 +17,8 @@ Figure modules outside the package are found in the folders listed in the enviro
 
 :func:`run` caches the table (:mod:`.cache`), draws it in the paper style and writes
 ``<out>/<name>.pdf`` and ``.png`` with byte-identical output on reruns. Fast-mode figures carry a
-"FAST PREVIEW" banner.
+"FAST PREVIEW" banner. :func:`run_all` runs several, one after another or ``jobs`` at a time in
+worker processes (the same files either way).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ import os
 import pkgutil
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from fgrpo_theory._validate import fail
 
@@ -45,6 +48,8 @@ __all__ = [
     "RunResult",
     "stored_problem",
     "run",
+    "shares_runs",
+    "run_all",
 ]
 
 #: Names every figure module defines.
@@ -278,3 +283,109 @@ def run(
     return RunResult(
         exp.name, tuple(paths), source != "computed", time.perf_counter() - t0, len(df), source
     )
+
+
+#: Most experiments :func:`run_all` runs at a time.
+MAX_JOBS = 64
+
+
+def shares_runs(exp: Experiment) -> bool:
+    """Whether the experiment reads and writes the shared run cache (``<cache>/sim/``, module
+    attribute ``SHARED_RUNS = True``): :func:`run_all` never runs two such experiments at the
+    same time, so a simulation they share is computed once and then read."""
+    return bool(getattr(exp.load(), "SHARED_RUNS", False))
+
+
+def _run_job(
+    exp: Experiment, out_dir: Path, formats: tuple[str, ...], kw: dict
+) -> RunResult | None:
+    """:func:`run` in a worker process; None where the figure needs PyTorch and it is missing."""
+    try:
+        return run(exp, out_dir, formats, **kw)
+    except ModuleNotFoundError as e:  # (its ``name`` would not survive the pickling)
+        if e.name != "torch":
+            raise
+        return None
+
+
+def run_all(
+    exps: Iterable[Experiment],
+    out_dir: str | Path = "figures",
+    formats: tuple[str, ...] | str = ("pdf", "png"),
+    *,
+    jobs: int = 1,
+    on_start: Callable[[Experiment], None] | None = None,
+    on_done: Callable[[Experiment, RunResult | None], None] | None = None,
+    **kw: Any,
+) -> dict[str, RunResult | None]:
+    """:func:`run` for every experiment of ``exps`` (keyword arguments ``kw`` as for it).
+
+    ``jobs = 1``: one after another in this process, in the given order. ``jobs > 1``: that many
+    at a time, each in a worker process of its own (spawned; ``jobs`` workers started once), the
+    costliest first, except that two experiments sharing runs (:func:`shares_runs`) never
+    overlap. Every experiment still uses every core; running two at once fills the gaps where
+    one runs on one core (compiling, building tables, drawing). The files are the same for any
+    ``jobs``. ``on_start(exp)`` and ``on_done(exp, result)`` are called in this process;
+    ``result`` is None for a figure that needs PyTorch where it is not installed (``jobs = 1``
+    raises ``ModuleNotFoundError`` there, as :func:`run` does, unless ``on_done`` is given). A
+    failing experiment stops the others (the running workers are terminated) and its error is
+    raised here. Returns the results by name.
+    """
+    from fgrpo_theory._validate import check_integer
+
+    exps = list(exps)
+    jobs = check_integer("jobs", jobs, 1, MAX_JOBS)
+    fmts = (formats,) if isinstance(formats, str) else tuple(formats)
+    results: dict[str, RunResult | None] = {}
+    start = on_start or (lambda e: None)
+    done = on_done or (lambda e, r: None)
+    if jobs == 1 or len(exps) <= 1:
+        for exp in exps:
+            start(exp)
+            if on_done is None:
+                results[exp.name] = run(exp, out_dir, fmts, **kw)
+            else:
+                results[exp.name] = _run_job(exp, Path(out_dir), fmts, kw)
+            done(exp, results[exp.name])
+        return results
+    return _run_pool(exps, Path(out_dir), fmts, jobs, start, done, kw, results)
+
+
+def _run_pool(exps, out_dir, fmts, jobs, start, done, kw, results):
+    """:func:`run_all` with ``jobs`` worker processes (see there)."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from fgrpo_theory.cli._experiments import experiments_package
+
+    shared = {e.name: shares_runs(e) for e in exps}
+    pending = sorted(exps, key=lambda e: (-e.cost_seconds, e.name))
+    running: dict = {}  # future -> experiment
+    ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
+    before = set(mp.active_children())
+    # the initializer makes the experiments package importable in a worker (a checkout used
+    # without installing loads it by path) before any task is unpickled there
+    ex = ProcessPoolExecutor(min(jobs, len(exps)), mp_context=ctx, initializer=experiments_package)
+    try:
+        while pending or running:
+            busy = any(shared[e.name] for e in running.values())
+            while len(running) < jobs:
+                nxt = next((e for e in pending if not (busy and shared[e.name])), None)
+                if nxt is None:
+                    break
+                pending.remove(nxt)
+                busy = busy or shared[nxt.name]
+                start(nxt)
+                running[ex.submit(_run_job, nxt, out_dir, fmts, kw)] = nxt
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in sorted(finished, key=lambda f: running[f].name):
+                exp = running.pop(f)
+                results[exp.name] = f.result()  # a worker's error is raised here
+                done(exp, results[exp.name])
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in set(mp.active_children()) - before:  # the workers: stop them now, not at their end
+            p.terminate()
+        raise
+    ex.shutdown()
+    return results
