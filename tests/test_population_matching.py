@@ -62,3 +62,24 @@ def test_population_progress_match_refuses_a_vanilla_config():
         match_progress_population(PopulationConfig(gamma=0.0))
     with pytest.raises(ValueError, match=r"^cfg must be a PopulationConfig"):
         match_progress_population("x")
+
+
+def test_population_progress_match_reads_the_given_runs_instead_of_simulating(monkeypatch):
+    """``focal`` and ``vanilla`` (the run at c = 1) are read, not simulated again; the match is
+    the same as without them."""
+    import fgrpo_theory.population.matching as matching
+
+    cfg = PopulationConfig(P=32, P_test=8, K=16, B=8, N=8, gamma=1.0, steps=40, seeds=4,
+                           optimizer="adam", lr_shared=0.02, lr_prompt=0.02)  # fmt: skip
+    ran = []
+    real = matching.final_metrics
+    monkeypatch.setattr(matching, "final_metrics", lambda c, **kw: ran.append(c) or real(c, **kw))
+    alone = match_progress_population(cfg, tol=1e-3)
+    n_alone = len(ran)
+    ran.clear()
+    focal = simulate_population(cfg)
+    vanilla = simulate_population(cfg.replace(gamma=0.0))
+    given = match_progress_population(cfg, tol=1e-3, focal=focal, vanilla=vanilla)
+    assert given == alone
+    assert len(ran) == n_alone - 2  # neither the focal run nor the first point simulated
+    assert all(c.gamma == 0.0 and c.lr_shared != cfg.lr_shared for c in ran)

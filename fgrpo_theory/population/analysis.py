@@ -95,11 +95,14 @@ def group_size_sweep(
             arms.append(("control-progress", focal_N, float(g), np.nan))
     frames = []
     focal_runs: dict[float, pd.DataFrame] = {}
+    vanilla = None  # the grpo arm at focal_N: the progress search's first point (c = 1)
     for arm, n, g, c in arms:
         err = np.nan
         if arm == "control-progress":
             focal_cfg = base.replace(N=n, gamma=g)
-            m = match_progress_population(focal_cfg, population=pop, focal=focal_runs[g])
+            m = match_progress_population(
+                focal_cfg, population=pop, focal=focal_runs[g], vanilla=vanilla
+            )
             c, err = m.multiplier, m.error
         cfg = base.replace(
             N=n,
@@ -110,6 +113,8 @@ def group_size_sweep(
         df = simulate_population(cfg, population=pop)
         if arm == "focal":
             focal_runs[g] = df
+        if arm == "grpo" and n == focal_N:
+            vanilla = df
         df = df[df["step"] == cfg.steps].copy()
         df["arm"] = arm
         df["lr_factor"] = c

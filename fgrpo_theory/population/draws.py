@@ -115,7 +115,10 @@ def map_configs(
     **kw: Any,
 ) -> list[pd.DataFrame]:
     """``[func(cfg, **kw) for cfg in configs]``, in ``workers`` processes if > 1 (``func`` must
-    be a top-level function; tasks are handed out one at a time, results kept in order)."""
+    be a top-level function; tasks are handed out one at a time, results kept in order). The
+    first task runs alone: on an empty kernel cache it compiles the kernels once and caches
+    them, and the other workers load them instead of each compiling the same kernels at the
+    same time (measured: 28 s of CPU per worker for the population kernel)."""
     workers = check_integer("workers", workers, 1, 256)
     tasks = [(func, c, kw) for c in configs]
     if workers == 1 or len(tasks) <= 1:
@@ -125,7 +128,8 @@ def map_configs(
 
     ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as ex:
-        return list(ex.map(_call, tasks))
+        first = ex.submit(_call, tasks[0]).result()
+        return [first, *ex.map(_call, tasks[1:])]
 
 
 def map_draws(

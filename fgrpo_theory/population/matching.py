@@ -18,7 +18,7 @@ from .._validate import fail
 from ..fair.controls import ProgressMatch, match_factor
 from .config import PopulationConfig
 from .generate import Population, generate_population
-from .runner import simulate_population
+from .runner import final_metrics
 
 __all__ = ["PROGRESS_METRIC", "final_median", "match_progress_population"]
 
@@ -42,28 +42,37 @@ def match_progress_population(
     max_evals: int = 14,
     population: Population | None = None,
     focal: pd.DataFrame | None = None,
+    vanilla: pd.DataFrame | None = None,
 ) -> ProgressMatch:
     """Learning-rate factor c of the vanilla control whose final train pass@1 equals focal's.
 
     ``cfg`` is the focal config (gamma > 0). Each evaluation trains vanilla (gamma = 0) with both
-    learning rates times c over the config's seeds and takes the median final train pass@1;
-    ``tol`` (default 5e-4, 0.05 points: below the seed-to-seed spread of final pass@1 at 16
-    seeds on the default population, and above float noise) bounds the achieved mismatch.
-    ``focal``: the focal run's table if already computed. The result's ``lr`` and
-    ``multiplier`` are both the factor c (the population has two learning rates).
+    learning rates times c over the config's seeds and takes the median final train pass@1
+    (:func:`~.runner.final_metrics`: the last step's metrics without the tidy table, the same
+    numbers); ``tol`` (default 5e-4, 0.05 points: below the seed-to-seed spread of final pass@1
+    at 16 seeds on the default population, and above float noise) bounds the achieved mismatch.
+    ``focal``: the focal run's table if already computed; ``vanilla``: likewise vanilla's at
+    c = 1 (``cfg`` with gamma 0), the search's first point, which is then not simulated again.
+    The result's ``lr`` and ``multiplier`` are both the factor c (the population has two
+    learning rates).
     """
     if not isinstance(cfg, PopulationConfig):
         fail("cfg", cfg, "a PopulationConfig")
     if cfg.gamma == 0:
         fail("gamma", cfg.gamma, "> 0 (a vanilla config has no focal run to match)")
     pop = generate_population(cfg) if population is None else population
-    last = cfg.replace(log_every=cfg.steps)
-    if focal is None:
-        focal = simulate_population(last, population=pop)
-    target = final_median(focal, *PROGRESS_METRIC)
+    train, metric = PROGRESS_METRIC[1], PROGRESS_METRIC[0]
+
+    def median_final(c: PopulationConfig) -> float:
+        return float(np.median(final_metrics(c, population=pop)[train][metric]))
+
+    target = median_final(cfg) if focal is None else final_median(focal, *PROGRESS_METRIC)
+    known = {} if vanilla is None else {1.0: final_median(vanilla, *PROGRESS_METRIC)}
 
     def progress(c: float) -> float:
-        run = last.replace(gamma=0.0, lr_shared=cfg.lr_shared * c, lr_prompt=cfg.lr_prompt * c)
-        return final_median(simulate_population(run, population=pop), *PROGRESS_METRIC)
+        if c in known:
+            return known[c]
+        return median_final(cfg.replace(gamma=0.0, lr_shared=cfg.lr_shared * c,
+                                        lr_prompt=cfg.lr_prompt * c))  # fmt: skip
 
     return match_factor(progress, target, start=1.0, tol=tol, max_evals=max_evals)
