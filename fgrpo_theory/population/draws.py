@@ -115,10 +115,11 @@ def map_configs(
     **kw: Any,
 ) -> list[pd.DataFrame]:
     """``[func(cfg, **kw) for cfg in configs]``, in ``workers`` processes if > 1 (``func`` must
-    be a top-level function; tasks are handed out one at a time, results kept in order). The
-    first task runs alone: on an empty kernel cache it compiles the kernels once and caches
-    them, and the other workers load them instead of each compiling the same kernels at the
-    same time (measured: 28 s of CPU per worker for the population kernel)."""
+    be a top-level function; tasks are handed out one at a time, results kept in order). With
+    more tasks than workers the first task runs alone: on an empty kernel cache it compiles the
+    kernels once and caches them, and the other workers load them instead of each compiling the
+    same kernels at the same time (measured: 28 s of CPU per worker for the population kernel);
+    with a warm cache that costs one task's time on one worker."""
     workers = check_integer("workers", workers, 1, 256)
     tasks = [(func, c, kw) for c in configs]
     if workers == 1 or len(tasks) <= 1:
@@ -128,6 +129,8 @@ def map_configs(
 
     ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as ex:
+        if len(tasks) <= workers:  # every task starts at once: nothing to wait for
+            return list(ex.map(_call, tasks))
         first = ex.submit(_call, tasks[0]).result()
         return [first, *ex.map(_call, tasks[1:])]
 

@@ -52,7 +52,8 @@ def match_progress_population(
     numbers); ``tol`` (default 5e-4, 0.05 points: below the seed-to-seed spread of final pass@1
     at 16 seeds on the default population, and above float noise) bounds the achieved mismatch.
     ``focal``: the focal run's table if already computed; ``vanilla``: likewise vanilla's at
-    c = 1 (``cfg`` with gamma 0), the search's first point, which is then not simulated again.
+    c = 1 (``cfg`` with gamma 0), the search's first point, which is then not simulated again
+    (both are read as given: tables of those configs, any logging).
     The result's ``lr`` and ``multiplier`` are both the factor c (the population has two
     learning rates).
     """
@@ -64,7 +65,7 @@ def match_progress_population(
     train, metric = PROGRESS_METRIC[1], PROGRESS_METRIC[0]
 
     def median_final(c: PopulationConfig) -> float:
-        return float(np.median(final_metrics(c, population=pop)[train][metric]))
+        return float(np.median(final_metrics(c, population=pop, threads=None)[train][metric]))
 
     target = median_final(cfg) if focal is None else final_median(focal, *PROGRESS_METRIC)
     known = {} if vanilla is None else {1.0: final_median(vanilla, *PROGRESS_METRIC)}
