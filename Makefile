@@ -33,7 +33,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 reproduce: $(VENV)/.installed
-	$(BIN)/fgrpo-theory figures all --jobs 2
+	$(BIN)/fgrpo-theory figures all --workers 2
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -5,7 +5,7 @@ The registry discovers its figures: every module of this package whose name does
 
 - ``TITLE: str`` (one line), ``IN_PAPER: bool``, ``COST_SECONDS: float`` (estimated wall time with
   full settings on a 2-core machine; ``figures all`` runs cheap figures first, ties by name;
-  with several jobs, :func:`run_all` starts the costly ones first);
+  with several workers, :func:`run_all` starts the costly ones first);
 - ``PARAMS``: its declared parameters (a frozen dataclass instance);
 - ``compute(params, fast=False) -> pandas.DataFrame``: a tidy table computed by the library;
   ``fast=True`` reduces seeds, steps or grid sizes;
@@ -17,7 +17,7 @@ Figure modules outside the package are found in the folders listed in the enviro
 
 :func:`run` caches the table (:mod:`.cache`), draws it in the paper style and writes
 ``<out>/<name>.pdf`` and ``.png`` with byte-identical output on reruns. Fast-mode figures carry a
-"FAST PREVIEW" banner. :func:`run_all` runs several, one after another or ``jobs`` at a time in
+"FAST PREVIEW" banner. :func:`run_all` runs several, one after another or ``workers`` at a time in
 worker processes (the same files either way).
 """
 
@@ -285,8 +285,8 @@ def run(
     )
 
 
-#: Most experiments :func:`run_all` runs at a time.
-MAX_JOBS = 64
+#: Most worker processes :func:`run_all` starts (the limit of ``population.map_configs``).
+MAX_WORKERS = 256
 
 
 def shares_runs(exp: Experiment) -> bool:
@@ -297,13 +297,13 @@ def shares_runs(exp: Experiment) -> bool:
 
 
 def _run_job(
-    exp: Experiment, out_dir: Path, formats: tuple[str, ...], kw: dict
+    exp: Experiment, out_dir: Path, formats: tuple[str, ...] | str, kw: dict, skip: bool
 ) -> RunResult | None:
-    """:func:`run` in a worker process; None where the figure needs PyTorch and it is missing."""
+    """:func:`run`; with ``skip``, None where the figure needs PyTorch and it is missing."""
     try:
         return run(exp, out_dir, formats, **kw)
-    except ModuleNotFoundError as e:  # (its ``name`` would not survive the pickling)
-        if e.name != "torch":
+    except ModuleNotFoundError as e:
+        if e.name != "torch" or not skip:
             raise
         return None
 
@@ -313,79 +313,124 @@ def run_all(
     out_dir: str | Path = "figures",
     formats: tuple[str, ...] | str = ("pdf", "png"),
     *,
-    jobs: int = 1,
+    workers: int = 1,
+    skip_missing_torch: bool = False,
     on_start: Callable[[Experiment], None] | None = None,
     on_done: Callable[[Experiment, RunResult | None], None] | None = None,
     **kw: Any,
 ) -> dict[str, RunResult | None]:
-    """:func:`run` for every experiment of ``exps`` (keyword arguments ``kw`` as for it).
+    """:func:`run` for every experiment of ``exps`` (``formats`` and the keyword arguments
+    ``kw`` as for it).
 
-    ``jobs = 1``: one after another in this process, in the given order. ``jobs > 1``: that many
-    at a time, each in a worker process of its own (spawned; ``jobs`` workers started once), the
-    costliest first, except that two experiments sharing runs (:func:`shares_runs`) never
-    overlap. Every experiment still uses every core; running two at once fills the gaps where
-    one runs on one core (compiling, building tables, drawing). The files are the same for any
-    ``jobs``. ``on_start(exp)`` and ``on_done(exp, result)`` are called in this process;
-    ``result`` is None for a figure that needs PyTorch where it is not installed (``jobs = 1``
-    raises ``ModuleNotFoundError`` there, as :func:`run` does, unless ``on_done`` is given). A
-    failing experiment stops the others (the running workers are terminated) and its error is
-    raised here. Returns the results by name.
+    ``workers = 1``: one after another in this process, in the given order. ``workers > 1``:
+    that many at a time, each in a worker process of its own (spawned once), the costliest
+    first, except that two experiments sharing runs (:func:`shares_runs`) never overlap. Every
+    experiment still uses every core; running two at once fills the gaps where one runs on one
+    core (compiling, building tables, drawing). The files are the same for any ``workers``.
+    ``on_start(exp)`` and ``on_done(exp, result)`` are called in this process. A figure that
+    needs PyTorch where it is not installed raises ``ModuleNotFoundError``, or gives the result
+    None with ``skip_missing_torch``. A failing experiment stops the others (their workers and
+    every process those started are killed) and its error is raised here, naming the figure
+    (in a ``ValueError``'s message, else in a note). Returns the results by name.
     """
     from fgrpo_theory._validate import check_integer
 
     exps = list(exps)
-    jobs = check_integer("jobs", jobs, 1, MAX_JOBS)
-    fmts = (formats,) if isinstance(formats, str) else tuple(formats)
+    workers = check_integer("workers", workers, 1, MAX_WORKERS)
     results: dict[str, RunResult | None] = {}
     start = on_start or (lambda e: None)
     done = on_done or (lambda e, r: None)
-    if jobs == 1 or len(exps) <= 1:
+    if workers == 1 or len(exps) <= 1:
         for exp in exps:
             start(exp)
-            if on_done is None:
-                results[exp.name] = run(exp, out_dir, fmts, **kw)
-            else:
-                results[exp.name] = _run_job(exp, Path(out_dir), fmts, kw)
+            results[exp.name] = _run_job(exp, Path(out_dir), formats, kw, skip_missing_torch)
             done(exp, results[exp.name])
         return results
-    return _run_pool(exps, Path(out_dir), fmts, jobs, start, done, kw, results)
+    job = (Path(out_dir), formats, kw, skip_missing_torch)
+    return _run_pool(exps, job, workers, start, done, results)
 
 
-def _run_pool(exps, out_dir, fmts, jobs, start, done, kw, results):
-    """:func:`run_all` with ``jobs`` worker processes (see there)."""
+def _worker_init() -> None:
+    """A figure worker's start: its own process group (so that stopping it stops the processes
+    it starts, such as a population figure's pool), a thread that kills that group when the
+    parent process ends (a killed ``figures`` leaves nothing running), and the experiments
+    package made importable (a checkout used without installing loads it by path) before any
+    task is unpickled."""
     import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    import signal
+    import threading
 
     from fgrpo_theory.cli._experiments import experiments_package
+
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
+    parent = mp.parent_process()
+
+    def watch() -> None:
+        mp.connection.wait([parent.sentinel])
+        if hasattr(os, "killpg"):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    if parent is not None:
+        threading.Thread(target=watch, daemon=True).start()
+    experiments_package()
+
+
+def _kill(procs) -> None:
+    """Kill the worker processes ``procs`` and every process of their groups, then reap them."""
+    import signal
+
+    for p in procs:
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(p.pid, signal.SIGKILL)
+            else:
+                p.kill()
+        except OSError:  # not in a group of its own yet, or gone: the process alone
+            p.kill()
+    for p in procs:
+        p.join(10.0)
+
+
+def _run_pool(exps, job, workers, start, done, results):
+    """:func:`run_all` with ``workers`` worker processes (see there)."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     shared = {e.name: shares_runs(e) for e in exps}
     pending = sorted(exps, key=lambda e: (-e.cost_seconds, e.name))
     running: dict = {}  # future -> experiment
     ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
-    before = set(mp.active_children())
-    # the initializer makes the experiments package importable in a worker (a checkout used
-    # without installing loads it by path) before any task is unpickled there
-    ex = ProcessPoolExecutor(min(jobs, len(exps)), mp_context=ctx, initializer=experiments_package)
+    ex = ProcessPoolExecutor(min(workers, len(exps)), mp_context=ctx, initializer=_worker_init)
     try:
         while pending or running:
             busy = any(shared[e.name] for e in running.values())
-            while len(running) < jobs:
+            while len(running) < workers:
                 nxt = next((e for e in pending if not (busy and shared[e.name])), None)
                 if nxt is None:
                     break
                 pending.remove(nxt)
                 busy = busy or shared[nxt.name]
                 start(nxt)
-                running[ex.submit(_run_job, nxt, out_dir, fmts, kw)] = nxt
+                running[ex.submit(_run_job, nxt, *job)] = nxt
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for f in sorted(finished, key=lambda f: running[f].name):
                 exp = running.pop(f)
-                results[exp.name] = f.result()  # a worker's error is raised here
+                try:
+                    results[exp.name] = f.result()  # a worker's error is raised here
+                except ValueError as e:  # (the command line prints its message alone)
+                    if f"figure {exp.name}" in str(e):
+                        raise
+                    raise ValueError(f"figure {exp.name}: {e}") from e
+                except Exception as e:
+                    e.add_note(f"(in figure {exp.name})")
+                    raise
                 done(exp, results[exp.name])
     except BaseException:
+        procs = list(getattr(ex, "_processes", {}).values())  # (the executor's own workers)
         ex.shutdown(wait=False, cancel_futures=True)
-        for p in set(mp.active_children()) - before:  # the workers: stop them now, not at their end
-            p.terminate()
+        _kill(procs)
         raise
     ex.shutdown()
     return results

@@ -85,10 +85,10 @@ def figures_cmd(
         help="Recompute the stored tables of long experiments (and store them in a checkout).",
     ),
     dpi: int = typer.Option(300, "--dpi", help="PNG resolution, 200 to 2400."),
-    jobs: int = typer.Option(
+    workers: int = typer.Option(
         1,
-        "--jobs",
-        help="Figures computed at a time, each in a process of its own (1 to 64); the files "
+        "--workers",
+        help="Figures computed at a time, each in a process of its own (1 to 256); the files "
         "are the same for any value. `make reproduce` uses 2.",
     ),
 ) -> None:
@@ -105,7 +105,7 @@ def figures_cmd(
 
         fgrpo-theory figures list
 
-        fgrpo-theory figures all --out figures --jobs 2
+        fgrpo-theory figures all --out figures --workers 2
 
         fgrpo-theory figures fig1a_tail_miss fig4_focal_magnitudes --figure-format png --out figs
 
@@ -141,7 +141,7 @@ def figures_cmd(
         return
     if "list" in names:
         fail("NAMES", "list", "used alone")
-    selected = registry.names() if names == ["all"] else names
+    selected = registry.names() if names == ["all"] else list(dict.fromkeys(names))
     if "all" in selected and names != ["all"]:
         fail("NAMES", "all", "used alone")
     exps = [registry.get(n) for n in selected]  # validate every name before running anything
@@ -152,8 +152,8 @@ def figures_cmd(
     formats = _parse_formats(figure_format)
     if not 200 <= dpi <= 2400:
         fail("--dpi", dpi, "in [200, 2400]")
-    if not 1 <= jobs <= registry.MAX_JOBS:
-        fail("--jobs", jobs, f"an integer in [1, {registry.MAX_JOBS}]")
+    if not 1 <= workers <= registry.MAX_WORKERS:
+        fail("--workers", workers, f"an integer in [1, {registry.MAX_WORKERS}]")
     if no_home and fast and out is None and cache_dir().absolute().is_relative_to(Path.home()):
         fail(
             "--out",
@@ -178,7 +178,7 @@ def figures_cmd(
     status = console.status("")
 
     def label() -> str:
-        if jobs == 1:
+        if workers == 1:
             return f"[{len(finished) + 1}/{len(exps)}] {running[0]} ..."
         return f"{len(finished)}/{len(exps)} done; running: {', '.join(running)}"
 
@@ -204,8 +204,8 @@ def figures_cmd(
 
     with status:
         registry.run_all(
-            exps, out_dir, formats, jobs=jobs, on_start=on_start, on_done=on_done, fast=fast,
-            force=force, recompute=recompute, dpi=dpi,
+            exps, out_dir, formats, workers=workers, skip_missing_torch=True, on_start=on_start,
+            on_done=on_done, fast=fast, force=force, recompute=recompute, dpi=dpi,
         )  # fmt: skip
     done = len(exps) - len(skipped)
     console.print(f"done: {done} figure(s) in {time.perf_counter() - t_all:.1f} s")
