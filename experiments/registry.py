@@ -359,6 +359,7 @@ def _worker_init() -> None:
     import multiprocessing as mp
     import signal
     import threading
+    from multiprocessing.connection import wait
 
     from fgrpo_theory.cli._experiments import experiments_package
 
@@ -367,7 +368,7 @@ def _worker_init() -> None:
     parent = mp.parent_process()
 
     def watch() -> None:
-        mp.connection.wait([parent.sentinel])
+        wait([parent.sentinel])
         if hasattr(os, "killpg"):
             os.killpg(0, signal.SIGKILL)
         os._exit(1)
