@@ -43,6 +43,7 @@ def match_progress_population(
     population: Population | None = None,
     focal: pd.DataFrame | None = None,
     vanilla: pd.DataFrame | None = None,
+    threads: int | None = 1,
 ) -> ProgressMatch:
     """Learning-rate factor c of the vanilla control whose final train pass@1 equals focal's.
 
@@ -53,7 +54,9 @@ def match_progress_population(
     at 16 seeds on the default population, and above float noise) bounds the achieved mismatch.
     ``focal``: the focal run's table if already computed; ``vanilla``: likewise vanilla's at
     c = 1 (``cfg`` with gamma 0), the search's first point, which is then not simulated again
-    (both are read as given: tables of those configs, any logging).
+    (both are read as given: tables of those configs, any logging). ``threads``: Numba threads
+    of each point (default 1, as :func:`~.runner.final_metrics`: the sweeps run searches in
+    pools of worker processes; None: all), the same numbers for any value.
     The result's ``lr`` and ``multiplier`` are both the factor c (the population has two
     learning rates).
     """
@@ -65,7 +68,7 @@ def match_progress_population(
     train, metric = PROGRESS_METRIC[1], PROGRESS_METRIC[0]
 
     def median_final(c: PopulationConfig) -> float:
-        return float(np.median(final_metrics(c, population=pop, threads=None)[train][metric]))
+        return float(np.median(final_metrics(c, population=pop, threads=threads)[train][metric]))
 
     target = median_final(cfg) if focal is None else final_median(focal, *PROGRESS_METRIC)
     known = {} if vanilla is None else {1.0: final_median(vanilla, *PROGRESS_METRIC)}
