@@ -378,8 +378,12 @@ def _worker_init() -> None:
     experiments_package()
 
 
-def _kill(procs) -> None:
-    """Kill the worker processes ``procs`` and every process of their groups, then reap them."""
+def _kill(procs, manager=None) -> None:
+    """Kill the worker processes ``procs`` and every process of their groups, then reap them.
+
+    ``manager``: the executor's thread, which reaps them too when it sees them die; it is waited
+    for, since a worker reaped by it is not yet marked ended while it holds the status (a
+    ``join`` here returns first, and ``multiprocessing.active_children()`` still lists it)."""
     import signal
 
     for p in procs:
@@ -392,6 +396,10 @@ def _kill(procs) -> None:
             p.kill()
     for p in procs:
         p.join(10.0)
+    if manager is not None:
+        manager.join(10.0)
+    for p in procs:  # ended now: this sees the status whichever thread reaped it
+        p.join(1.0)
 
 
 def _run_pool(exps, job, workers, start, done, results):
@@ -430,8 +438,9 @@ def _run_pool(exps, job, workers, start, done, results):
                 done(exp, results[exp.name])
     except BaseException:
         procs = list(getattr(ex, "_processes", {}).values())  # (the executor's own workers)
+        manager = getattr(ex, "_executor_manager_thread", None)
         ex.shutdown(wait=False, cancel_futures=True)
-        _kill(procs)
+        _kill(procs, manager)
         raise
     ex.shutdown()
     return results
