@@ -13,7 +13,22 @@ def _c(func, a, *args):
     return np.array([func(v, *args) for v in np.ravel(a)]).reshape(np.shape(a))
 
 
-def test_each_element_is_the_c_librarys_value():
+@pytest.fixture(params=["python", "compiled"])
+def path(request, monkeypatch):
+    """Both loops of _libm: Python's (no array is large enough) and the compiled one (every
+    array is; Numba loaded)."""
+    if request.param == "compiled":
+        import numba  # noqa: F401 - the compiled loop is taken only where Numba is loaded
+
+        if not _libm._loops_available():
+            pytest.skip("Numba uses SVML here: _libm keeps its Python loop")
+        monkeypatch.setattr(_libm, "JIT_MIN_SIZE", 0)
+    else:
+        monkeypatch.setattr(_libm, "JIT_MIN_SIZE", 1 << 62)
+    return request.param
+
+
+def test_each_element_is_the_c_librarys_value(path):
     rng = np.random.default_rng(11)
     x = rng.random((300, 70))  # 21,000 values: NumPy's AVX-512 log differs on ~0.3 % of them
     assert np.array_equal(_libm.log(x), _c(math.log, x))
@@ -23,7 +38,7 @@ def test_each_element_is_the_c_librarys_value():
         assert np.array_equal(_libm.power(x, k), _c(math.pow, x, float(k))), k
 
 
-def test_numpys_special_cases_of_small_powers_and_the_edges():
+def test_numpys_special_cases_of_small_powers_and_the_edges(path):
     x = np.array([0.0, 1e-300, 0.3, 0.7, 1.0])
     assert np.array_equal(_libm.power(x, 1), x)
     assert np.array_equal(_libm.power(x, 2), x * x)  # NumPy computes x ** 2 as a square
@@ -46,7 +61,7 @@ def test_power_refuses_what_it_is_not_for():
         _libm.power(np.array([0.5, 1.5]), 3)
 
 
-def test_results_are_laid_out_as_numpys():
+def test_results_are_laid_out_as_numpys(path):
     """A ufunc lays out its result by the input's memory order (transposed, reversed, broadcast)
     and gives a scalar for a 0-d input; a later reduction's rounding depends on the layout."""
     x = np.random.default_rng(5).random((3, 7, 5))
