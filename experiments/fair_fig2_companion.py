@@ -208,8 +208,8 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         fig,
         f"Categorical simulation of {PAPER} appendix J (K = 128,000, log-prob surrogate, Adam, "
         f"lr 1e-2, {steps} steps, {seeds} seeds per arm, paired by seed through common random "
-        "numbers). Top: M_ret against Q_pos over training, every seed thin (every "
-        f"{params.trace_every}th step), thick = median over "
+        f"numbers). Top: M_ret against Q_pos over training, every seed thin ({_every(params)}), "
+        "thick = median over "
         "the seeds that reach each Q_pos (drawn where at least half do). Bottom: focal's median "
         "minus the control's of M_ret at the first step where Q_pos reaches the threshold "
         "(seeds where both arms reach it), band = 95% paired bootstrap interval. "
@@ -218,3 +218,12 @@ def plot(df: pd.DataFrame, params: Params = PARAMS) -> Figure:
         width=170,
     )
     return fig
+
+
+def _every(params: Params) -> str:
+    """The traces' logging interval in words: "every step", "every 2nd step", "every 5th step"."""
+    n = params.trace_every
+    if n == 1:
+        return "every step"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"every {n}{suffix} step"

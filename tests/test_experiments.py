@@ -471,3 +471,16 @@ def plot(df, params=PARAMS):
     (folder / "my_square.py").write_text((folder / "my_square.py").read_text() + "# edit\n")
     r = cli("figures", "my_square", "--out", out, "--figure-format", "png", "--dpi", "200")
     assert "my_square: computed" in r.err
+
+
+def test_fig2_companion_caption_names_the_logging_interval():
+    """The caption's "every n-th step" in English ordinals (it said "every 1th step" for n = 1)."""
+    from fgrpo_theory_experiments.fair_fig2_companion import Params, _every
+
+    said = {n: _every(Params(trace_every=n)) for n in (1, 2, 3, 4, 5, 11, 12, 13, 21, 22, 103)}
+    assert said == {
+        1: "every step", 2: "every 2nd step", 3: "every 3rd step", 4: "every 4th step",
+        5: "every 5th step", 11: "every 11th step", 12: "every 12th step",
+        13: "every 13th step", 21: "every 21st step", 22: "every 22nd step",
+        103: "every 103rd step",
+    }  # fmt: skip
