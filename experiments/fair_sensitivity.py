@@ -78,7 +78,8 @@ def _fig2_runs(base: dict, eps: float, wd: float, fast: bool) -> bool:
     from fgrpo_theory.sim import SimConfig
 
     own_eps = base.get("adam_eps", SimConfig.adam_eps)  # the config's, else the default
-    return not fast and eps == own_eps and wd == base["weight_decay"]
+    own_wd = base.get("weight_decay", SimConfig.weight_decay)
+    return not fast and eps == own_eps and wd == own_wd
 
 
 def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
@@ -103,7 +104,8 @@ def compute(params: Params = PARAMS, fast: bool = False) -> pd.DataFrame:
                 sweep.update(log_steps=[0, steps], pass_k=[1])
             frames.append(_final(run_configs(sweep), steps, eps, wd))
         if params.adamw_logprob and base["rule"] == "logprob":
-            sweep.update(optimizer="adamw", adam_eps=1e-8, weight_decay=0.01)
+            sweep.update(optimizer="adamw", adam_eps=1e-8, weight_decay=0.01,
+                         log_steps=[0, steps], pass_k=[1])  # fmt: skip
             frames.append(_final(run_configs(sweep), steps, 1e-8, 0.01))
     df = pd.concat(frames, ignore_index=True)
     df["steps"] = steps

@@ -396,7 +396,7 @@ def _kill(procs, manager=None) -> None:
             p.kill()
     for p in procs:
         p.join(10.0)
-    if manager is not None:
+    if manager is not None and manager.ident is not None:  # (None: never started)
         manager.join(10.0)
     for p in procs:  # ended now: this sees the status whichever thread reaped it
         p.join(1.0)

@@ -15,7 +15,8 @@ the same way makes a seed's numbers the same on AVX-512 and on AVX2 machines.
 Each function calls the C library once per element: through :mod:`math` in a Python loop (about
 50 ns an element, so a million elements cost 0.05 s), or, for an array of at least
 :data:`JIT_MIN_SIZE` elements in a process that has Numba loaded, in the compiled loop of
-:mod:`fgrpo_theory._libm_loops` (the same calls, 3-4x faster at a thousand elements). Results
+:mod:`fgrpo_theory._libm_loops` (the C library's routines again, 3-4x faster at a thousand
+elements). Results
 equal NumPy's on a CPU without AVX-512, including NumPy's own special cases (``x ** 1`` and
 ``x ** 2``, which NumPy computes as ``x`` and ``x * x``).
 """
@@ -48,16 +49,20 @@ def _map(func, a: np.ndarray, k: float | None = None) -> np.ndarray:
     its rounding, follows). A large array in a process that has Numba loaded already (the
     simulators) takes the compiled loop of :mod:`fgrpo_theory._libm_loops`: the same C-library
     call per element, without Python's loop."""
-    flat = np.ascontiguousarray(a.ravel())
     if a.size >= JIT_MIN_SIZE and "numba" in sys.modules and _loops_available():
         from . import _libm_loops as lp
 
+        # one layout for the loops (contiguous, aligned, writeable: one compiled version)
+        flat = np.require(a.ravel(), np.float64, ["C", "A", "W"])
         vals = np.empty(a.size, dtype=np.float64)
-        if k is None:
-            {math.exp: lp.exp_into, math.log: lp.log_into}[func](flat, vals)
+        if func is math.pow:
+            lp.pow_into(flat, float(k), vals)  # a float k: Numba's int power multiplies
+        elif func is math.exp:
+            lp.exp_into(flat, vals)
         else:
-            lp.pow_into(flat, k, vals)
+            lp.log_into(flat, vals)
     else:
+        flat = a.ravel()
         more = () if k is None else (repeat(k),)
         vals = np.fromiter(map(func, flat.tolist(), *more), dtype=np.float64, count=a.size)
     # a fresh array laid out by NumPy's own rule for a unary ufunc (a 0-d one for a 0-d input)

@@ -1,13 +1,17 @@
 """Compiled loops behind :mod:`fgrpo_theory._libm`: one C-library call per element, as its
 Python loop makes, without the Python loop (about 50 ns an element there, a few here).
 
-Numba lowers ``math.exp``, ``math.log`` and ``math.pow`` of a float64 to the intrinsics
-``llvm.exp`` / ``llvm.log`` / ``llvm.pow``, which LLVM turns into calls of the process's C library
-(the functions :mod:`math` calls): compiled strictly (no fast-math), nothing is approximated or
-reordered, and a call per element keeps the loop scalar. The one exception is a Numba using Intel's
-SVML: then LLVM may call SVML's vector routines instead, which round differently, so
-:func:`available` is False there and :mod:`fgrpo_theory._libm` keeps its Python loop.
-``tests/test_libm.py`` checks both paths against :mod:`math` element by element.
+Numba lowers ``math.exp``, ``math.log`` and ``math.pow`` of float64 arguments to the intrinsics
+``llvm.exp`` / ``llvm.log`` / ``llvm.pow``, which LLVM turns into calls of the C library's
+``exp``, ``log`` and ``pow``: compiled strictly (no fast-math), nothing is approximated or
+reordered, and a call per element keeps the loop scalar. (Numba binds glibc's older symbol
+versions of the three, :mod:`math` the newer ones; they are wrappers of the same routines that
+differ only in how they report errors: overflow, underflow, domain, none of which changes a
+value here.) The exponent must be a float64: with an integer one Numba multiplies instead. The
+one exception is a Numba using Intel's SVML: then LLVM may call SVML's vector routines, which
+round differently, so :func:`available` is False there (and when Numba does not say) and
+:mod:`fgrpo_theory._libm` keeps its Python loop. ``tests/test_libm.py`` checks both paths against
+:mod:`math` element by element, subnormal results included.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ def available() -> bool:
     """Whether these loops give the C library's values here (not when Numba uses SVML)."""
     from numba import config
 
-    return not bool(getattr(config, "USING_SVML", False))
+    return not bool(getattr(config, "USING_SVML", True))
 
 
 @jit_exact

@@ -73,6 +73,22 @@ def test_results_are_laid_out_as_numpys(path):
                             (_libm.power(a, 5), a**5)):  # fmt: skip
             assert type(got) is type(numpys) and np.shape(got) == np.shape(numpys)
             assert getattr(got, "strides", None) == getattr(numpys, "strides", None)
+        for got, func, more in ((_libm.exp(a), math.exp, ()), (_libm.log(a), math.log, ()),
+                                (_libm.power(a, 5), math.pow, (5.0,))):  # fmt: skip
+            assert np.array_equal(got, _c(func, a, *more))  # the values, element by element
+
+
+def test_subnormal_and_underflowing_results_are_the_c_librarys(path):
+    """Where the C library's error paths run: exp of -745..-700 (subnormal results, then 0),
+    pow giving subnormals or underflowing, log of subnormals."""
+    z = np.linspace(-745.2, -700.0, 40_001)
+    assert np.array_equal(_libm.exp(z).view(np.int64), _c(math.exp, z).view(np.int64))
+    x = np.geomspace(1e-200, 0.5, 5_001)
+    for k in (3, 7, 1024, 3000):
+        got, want = _libm.power(x, k), _c(math.pow, x, float(k))
+        assert np.array_equal(got.view(np.int64), want.view(np.int64)), k
+    t = np.geomspace(5e-324, 1e-300, 3_001)
+    assert np.array_equal(_libm.log(t), _c(math.log, t))
 
 
 def test_equal_to_numpy_where_numpy_calls_the_c_library():
