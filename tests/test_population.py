@@ -47,6 +47,36 @@ def test_tidy_frame_has_one_row_per_step_run_split_bucket():
     assert (tr["groups"] == cfg.B * cfg.log_every).all()
 
 
+def test_tidy_rows_match_the_per_prompt_table():
+    """Every (split, bucket, run, step) row against the raw per-prompt table, summarized here
+    independently: pass@k, entropy, the prompt count and the train counters."""
+    cfg = _small(pass_k=(1, 4), buckets=(0.3, 0.7))
+    df = simulate_population(cfg)
+    pp = simulate_population(cfg, per_prompt=True)
+    mu0 = pp[(pp.run == 0) & (pp.step == 0)].set_index("prompt")["mu"]
+    pp["bucket"] = np.select([mu0[pp.prompt].to_numpy() < t for t in (0.3, 0.7)],
+                             ["[0,0.3)", "[0.3,0.7)"], "[0.7,1]")  # fmt: skip
+    assert set(df["bucket"]) - {"all"} <= set(pp["bucket"])
+    keys = ["split", "bucket", "run", "step"]
+    for lab, part in (("all", pp.assign(bucket="all")), (None, pp)):
+        g = part.assign(p1=part.mu.clip(0, 1), p4=1 - (1 - part.mu.clip(0, 1)) ** 4)
+        agg = g.groupby(keys).agg(
+            n=("prompt", "size"), p1=("p1", "mean"), p4=("p4", "mean"), ent=("entropy", "mean"),
+            groups=("groups", "sum"), active=("active", "sum"),
+        )  # fmt: skip
+        got = df[(df.bucket == "all") == (lab == "all")].set_index(keys).loc[agg.index]
+        assert (got["n_prompts"].to_numpy() == agg["n"].to_numpy()).all()
+        for a, b in (("pass_at_1", "p1"), ("pass_at_4", "p4"), ("entropy", "ent")):
+            np.testing.assert_allclose(got[a], agg[b], rtol=0, atol=1e-12)
+        tr = got.index.get_level_values("split") == "train"
+        assert (got["groups"].to_numpy()[tr] == agg["groups"].to_numpy()[tr]).all()
+        np.testing.assert_allclose(
+            got["active_frac"].to_numpy()[tr & (agg["groups"].to_numpy() > 0)],
+            (agg["active"] / agg["groups"]).to_numpy()[tr & (agg["groups"].to_numpy() > 0)],
+        )
+    assert len(df) == len(pp.groupby(keys).size()) + len(pp.groupby(keys[:1] + keys[2:]).size())
+
+
 def test_algorithm_fields_follow_the_simulator():
     cfg = PopulationConfig(algo="DAPO", inner_updates=3.0)
     assert (cfg.algo, cfg.inner_updates, cfg.clip_bounds()) == ("dapo", 3, (0.2, 0.28))

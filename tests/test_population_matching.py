@@ -83,3 +83,57 @@ def test_population_progress_match_reads_the_given_runs_instead_of_simulating(mo
     assert given == alone
     assert len(ran) == n_alone - 2  # neither the focal run nor the first point simulated
     assert all(c.gamma == 0.0 and c.lr_shared != cfg.lr_shared for c in ran)
+
+
+def test_population_progress_match_through_a_simulate_fn_is_the_same_match():
+    """Points read from the tables ``simulate_fn`` returns (any logging) give the match that
+    final_metrics gives, evaluation for evaluation."""
+    cfg = PopulationConfig(P=32, P_test=8, K=16, B=8, N=8, gamma=1.0, steps=40, seeds=4,
+                           optimizer="adam", lr_shared=0.02, lr_prompt=0.02)  # fmt: skip
+    seen = []
+
+    def sim(c):
+        seen.append(c)
+        return simulate_population(c.replace(log_every=10))
+
+    alone = match_progress_population(cfg, tol=1e-3)
+    given = match_progress_population(cfg, tol=1e-3, simulate_fn=sim)
+    assert given == alone
+    assert len(seen) == len(alone.evaluations) + 1  # the focal run and every point
+
+
+def test_group_size_sweep_rows_are_the_runs_at_their_own_logging_and_none_is_run_twice(
+    monkeypatch,
+):
+    """Each arm's last-step rows equal a direct run of its config with the base's logging (every
+    10th step: the counters cover the same last interval), bit for bit; no config is trained
+    twice (the progress search's matched point is the control's run)."""
+    import numpy as np
+
+    import fgrpo_theory.population.analysis as analysis
+    from fgrpo_theory.population.config import population_config_hash
+
+    base = PopulationConfig(P=32, P_test=8, K=16, B=8, N=8, steps=40, seeds=3, log_every=10,
+                            optimizer="adam", lr_shared=0.02, lr_prompt=0.02)  # fmt: skip
+    assert analysis._last_row_config(base).log_schedule().tolist() == [0, 30, 40]
+    odd = base.replace(steps=47)  # 0, 10, ..., 40, 47: the last interval is 7 steps
+    assert analysis._last_row_config(odd).log_schedule().tolist() == [0, 40, 47]
+    short = base.replace(steps=20)
+    assert analysis._last_row_config(short) == short
+    ran = []
+    real = analysis.simulate_population
+    monkeypatch.setattr(
+        analysis, "simulate_population", lambda c, **kw: ran.append(c) or real(c, **kw)
+    )
+    df = analysis.group_size_sweep(base, Ns=(2, 8), focal_N=8, gammas=(1.0,))
+    hashes = [population_config_hash(c) for c in ran]
+    assert len(set(hashes)) == len(hashes)
+    assert all(c.log_schedule().tolist() == [0, 30, 40] for c in ran)
+    assert set(df["arm"]) == {"grpo", "focal", "control", "control-progress"}
+    metrics = ["pass_at_1", "pass_at_256", "rare_nll_rise", "entropy", "groups", "active_frac"]
+    for (arm, n, g, c), rows in df.groupby(["arm", "N", "gamma_arm", "lr_factor"]):
+        cfg = base.replace(N=int(n), gamma=g if arm == "focal" else 0.0,
+                           lr_shared=base.lr_shared * c, lr_prompt=base.lr_prompt * c)  # fmt: skip
+        want = real(cfg)
+        want = want[want["step"] == base.steps]
+        np.testing.assert_array_equal(rows[metrics].to_numpy(), want[metrics].to_numpy())

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._validate import fail
 from ..advantages import effective_lr_multiplier
-from .config import PopulationConfig
+from .config import PopulationConfig, population_config_hash
 from .generate import Population, generate_population
 from .runner import advantage_tables, algorithm_record, simulate_population
 
@@ -62,6 +62,22 @@ def batch_gradient_snr(
 ARM_COLUMNS = ["arm", "N", "gamma", "lr_factor"]
 
 
+def _last_row_config(cfg: PopulationConfig) -> PopulationConfig:
+    """``cfg`` logging only step 0, the step before its last logged one, and its last step.
+
+    Its last-step rows are ``cfg``'s bit for bit: the kernel's random streams do not depend on
+    what is logged, the metrics are of the state at that step, the rises are from step 0, and
+    the per-interval counters (``groups``, ``active_frac``, ``tail_miss_rate``, ``resamples``)
+    cover the same last interval. Only ``log_every`` (and so ``config_hash``) differs. With
+    more than three logged steps the one before the last, ``prev``, is above ``steps / 2``, so
+    ``log_every = prev`` logs exactly ``0, prev, steps``.
+    """
+    sched = cfg.log_schedule()
+    if len(sched) <= 3:
+        return cfg
+    return cfg.replace(log_every=int(sched[-2]))
+
+
 def group_size_sweep(
     base: PopulationConfig,
     Ns: Sequence[int] = (2, 4, 8, 16, 32),
@@ -80,7 +96,10 @@ def group_size_sweep(
     (:func:`~fgrpo_theory.population.match_progress_population`; under Adam, which normalizes a
     constant loss factor away, this is the matched control). Columns: the runner's tidy columns
     plus ``arm``, ``lr_factor`` and, for ``control-progress``, ``match_error`` (achieved minus
-    target median pass@1).
+    target median pass@1). Each run logs only the steps its last rows need
+    (:func:`_last_row_config`: the rows ``base``'s own logging gives, from fewer metric passes;
+    ``config_hash`` is that of the config run), and no config is trained twice: the progress
+    search's points are kept, so its matched point is the ``control-progress`` arm's run.
     """
     from .matching import match_progress_population
 
@@ -96,13 +115,23 @@ def group_size_sweep(
     frames = []
     focal_runs: dict[float, pd.DataFrame] = {}
     vanilla = None  # the grpo arm at focal_N: the progress search's first point (c = 1)
+    runs: dict[str, pd.DataFrame] = {}  # every run of the sweep and its searches, by config
+
+    def run(cfg: PopulationConfig, threads: int | None = None) -> pd.DataFrame:
+        cfg = _last_row_config(cfg)
+        h = population_config_hash(cfg)
+        if h not in runs:
+            runs[h] = simulate_population(cfg, population=pop, threads=threads)
+        return runs[h]
+
     for arm, n, g, c in arms:
         err = np.nan
         if arm == "control-progress":
             focal_cfg = base.replace(N=n, gamma=g)
             m = match_progress_population(
-                focal_cfg, population=pop, focal=focal_runs[g], vanilla=vanilla
-            )
+                focal_cfg, population=pop, focal=focal_runs[g], vanilla=vanilla,
+                simulate_fn=lambda cfg: run(cfg, threads=1),  # (threads as final_metrics)
+            )  # fmt: skip
             c, err = m.multiplier, m.error
         cfg = base.replace(
             N=n,
@@ -110,7 +139,7 @@ def group_size_sweep(
             lr_shared=base.lr_shared * c,
             lr_prompt=base.lr_prompt * c,
         )
-        df = simulate_population(cfg, population=pop)
+        df = run(cfg)
         if arm == "focal":
             focal_runs[g] = df
         if arm == "grpo" and n == focal_N:

@@ -11,6 +11,8 @@ pass@1 over the train prompts: what training optimizes, the analogue of Q_pos on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -44,6 +46,7 @@ def match_progress_population(
     focal: pd.DataFrame | None = None,
     vanilla: pd.DataFrame | None = None,
     threads: int | None = 1,
+    simulate_fn: Callable[[PopulationConfig], pd.DataFrame] | None = None,
 ) -> ProgressMatch:
     """Learning-rate factor c of the vanilla control whose final train pass@1 equals focal's.
 
@@ -56,7 +59,10 @@ def match_progress_population(
     c = 1 (``cfg`` with gamma 0), the search's first point, which is then not simulated again
     (both are read as given: tables of those configs, any logging). ``threads``: Numba threads
     of each point (default 1, as :func:`~.runner.final_metrics`: the sweeps run searches in
-    pools of worker processes; None: all), the same numbers for any value.
+    pools of worker processes; None: all), the same numbers for any value. ``simulate_fn``:
+    each point's table from ``simulate_fn(config)`` instead (a tidy table of that config, any
+    logging, read with :func:`final_median`; the same numbers), so a caller that keeps the
+    tables reuses the matched point's run instead of training it again.
     The result's ``lr`` and ``multiplier`` are both the factor c (the population has two
     learning rates).
     """
@@ -68,6 +74,8 @@ def match_progress_population(
     train, metric = PROGRESS_METRIC[1], PROGRESS_METRIC[0]
 
     def median_final(c: PopulationConfig) -> float:
+        if simulate_fn is not None:
+            return final_median(simulate_fn(c), metric, train)
         return float(np.median(final_metrics(c, population=pop, threads=threads)[train][metric]))
 
     target = median_final(cfg) if focal is None else final_median(focal, *PROGRESS_METRIC)

@@ -305,6 +305,9 @@ def final_metrics(
 
 
 def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
+    """One row per (split, bucket, run, logged step): the metrics of the prompts of each
+    (split, bucket) group, then the config columns. Built as one frame from whole columns (a
+    frame per group and a column at a time cost more than the metrics themselves)."""
     import pandas as pd
 
     from . import kernel as kn
@@ -315,9 +318,8 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
     bidx = np.searchsorted(np.asarray(cfg.buckets), pop.mu0, side="right")
     n_rare_pairs = pop.rare.sum(axis=1).astype(float)
     has_rare = n_rare_pairs > 0
-    rows = []
-    cfgd = cfg.to_dict()
-    h = population_config_hash(cfg)
+    n = R * n_log
+    keys, parts = [], []  # (split, bucket, prompts) and the metric columns of each group
     for split, sl in (("train", slice(0, n_train)), ("test", slice(n_train, P_all))):
         ids = np.arange(P_all)[sl]
         if len(ids) == 0:
@@ -326,15 +328,7 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
         for lab, g in groups:
             if len(g) == 0:
                 continue
-            d = {
-                "run": np.repeat(np.arange(R), n_log),
-                "seed_index": np.repeat(np.arange(R), n_log),
-                "step": np.tile(log_steps, R),
-                "split": split,
-                "bucket": lab,
-                "n_prompts": len(g),
-            }
-            d.update(_metrics(cfg.pass_k, out_p, g, n_rare_pairs))
+            d = _metrics(cfg.pass_k, out_p, g, n_rare_pairs)
             hr = has_rare[g]
             if split == "train":
                 c = out_c[:, :, g]  # (R, n_log, n, N_CNT)
@@ -350,15 +344,27 @@ def _tidy(cfg, pop, out_p, out_c, log_steps) -> pd.DataFrame:
                         act_r > 0, tail / np.maximum(act_r, 1), np.nan
                     ).ravel()
             else:
-                d["groups"] = np.zeros(R * n_log, dtype=np.int64)
-                d["resamples"] = np.zeros(R * n_log, dtype=np.int64)
-                d["active_frac"] = d["tail_miss_rate"] = np.full(R * n_log, np.nan)
-            rows.append(pd.DataFrame(d))
-    df = pd.concat(rows, ignore_index=True)
+                d["groups"] = np.zeros(n, dtype=np.int64)
+                d["resamples"] = np.zeros(n, dtype=np.int64)
+                d["active_frac"] = d["tail_miss_rate"] = np.full(n, np.nan)
+            keys.append((split, lab, len(g)))
+            parts.append(d)
+    runs = np.repeat(np.arange(R), n_log)
+    cols: dict = {
+        "run": np.tile(runs, len(parts)),
+        "seed_index": np.tile(runs, len(parts)),
+        "step": np.tile(log_steps, R * len(parts)),
+        "split": np.repeat([k[0] for k in keys], n).astype(object),
+        "bucket": np.repeat([k[1] for k in keys], n).astype(object),
+        "n_prompts": np.repeat(np.array([k[2] for k in keys], dtype=np.int64), n),
+    }
+    for name in parts[0]:
+        cols[name] = np.concatenate([d[name] for d in parts])
+    cfgd = cfg.to_dict()
     for c in CONFIG_COLUMNS:
-        df[c] = cfgd[c]
-    df["config_hash"] = h
-    df["scheme"] = cfg.training_scheme().spec
-    df["population_seed"] = cfg.population_seed  # late: earlier columns keep their positions
-    df["precision"] = cfg.precision
-    return df
+        cols[c] = cfgd[c]
+    cols["config_hash"] = population_config_hash(cfg)
+    cols["scheme"] = cfg.training_scheme().spec
+    cols["population_seed"] = cfg.population_seed
+    cols["precision"] = cfg.precision
+    return pd.DataFrame(cols)
