@@ -39,6 +39,7 @@ from pathlib import Path
 __all__ = [
     "CACHE_ENV",
     "COMPILE_NOTICE",
+    "QUIET_MODULES",
     "user_cache_dir",
     "register",
     "announce_compilation",
@@ -58,6 +59,11 @@ COMPILE_NOTICE = (
     "fgrpo-theory: compiling the simulator kernels (first run only, about 20 s; "
     "then cached in {where})..."
 )
+
+
+#: Modules whose kernels compile in well under a second (:mod:`fgrpo_theory._libm_loops`, a
+#: loop of C-library calls): compiling them alone prints no notice, which promises a wait.
+QUIET_MODULES = frozenset({f"{_PACKAGE_DIR.name}._libm_loops"})
 
 
 @lru_cache(maxsize=1)
@@ -331,7 +337,8 @@ def announce_compilation() -> None:
     kernel of this package (a cache miss; a kernel loaded from the cache says nothing).
 
     Numba broadcasts a ``"numba:compile"`` event only after its disk cache missed, so the line
-    appears exactly when the user is about to wait. Kernels of other packages are ignored. If
+    appears exactly when the user is about to wait. Kernels of other packages, and those of
+    :data:`QUIET_MODULES` (no wait to announce), are ignored. If
     Numba's event API changes, nothing is printed (never a broken import).
     """
     global _announcing
@@ -353,7 +360,7 @@ def announce_compilation() -> None:
                 return
             func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
             module = getattr(func, "__module__", "") or ""
-            if module.split(".")[0] != _PACKAGE_DIR.name:
+            if module.split(".")[0] != _PACKAGE_DIR.name or module in QUIET_MODULES:
                 return
             _announced = True
             import sys

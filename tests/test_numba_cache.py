@@ -315,6 +315,8 @@ PROBE_COMPILE = (
     "def other(x):\n"  # another package's kernel: never announced
     "    return x + 1.0\n"
     "other(1.0)\n"
+    "from fgrpo_theory._libm_loops import exp_into\n"  # ours, but compiles in well under 1 s
+    "exp_into(np.zeros(3), np.empty(3))\n"
     "import sys; print('after other', file=sys.stderr, flush=True)\n"
     "print(_max(np.arange(5.0)))\n"
     "print(_max(np.arange(7.0)))\n"
@@ -337,7 +339,8 @@ def test_first_compilation_prints_one_line_and_a_cached_run_none(tmp_path):
     assert first.stdout.split() == ["4.0", "6.0"]
     lines = first.stderr.splitlines()
     notice = COMPILE_NOTICE.format(where=tmp_path / "numba")
-    # printed once, when our kernel compiles, not for another package's njit function
+    # printed once, when our kernel compiles, not for another package's njit function nor for
+    # the libm loop
     assert lines == ["after other", notice], first.stderr
     second = _run_compile_probe(tmp_path)
     assert second.stdout.split() == ["4.0", "6.0"]
