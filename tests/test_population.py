@@ -53,8 +53,8 @@ def test_tidy_rows_match_the_per_prompt_table():
     cfg = _small(pass_k=(1, 4), buckets=(0.3, 0.7))
     df = simulate_population(cfg)
     pp = simulate_population(cfg, per_prompt=True)
-    mu0 = pp[(pp.run == 0) & (pp.step == 0)].set_index("prompt")["mu"]
-    pp["bucket"] = np.select([mu0[pp.prompt].to_numpy() < t for t in (0.3, 0.7)],
+    mu0 = generate_population(cfg).mu0  # the buckets are of the prompts' initial success rates
+    pp["bucket"] = np.select([mu0[pp.prompt.to_numpy()] < t for t in (0.3, 0.7)],
                              ["[0,0.3)", "[0.3,0.7)"], "[0.7,1]")  # fmt: skip
     assert set(df["bucket"]) - {"all"} <= set(pp["bucket"])
     keys = ["split", "bucket", "run", "step"]
@@ -62,7 +62,8 @@ def test_tidy_rows_match_the_per_prompt_table():
         g = part.assign(p1=part.mu.clip(0, 1), p4=1 - (1 - part.mu.clip(0, 1)) ** 4)
         agg = g.groupby(keys).agg(
             n=("prompt", "size"), p1=("p1", "mean"), p4=("p4", "mean"), ent=("entropy", "mean"),
-            groups=("groups", "sum"), active=("active", "sum"),
+            groups=("groups", "sum"), active=("active", "sum"), tail=("tail_miss", "sum"),
+            resamples=("resamples", "sum"),
         )  # fmt: skip
         got = df[(df.bucket == "all") == (lab == "all")].set_index(keys).loc[agg.index]
         assert (got["n_prompts"].to_numpy() == agg["n"].to_numpy()).all()
@@ -70,6 +71,7 @@ def test_tidy_rows_match_the_per_prompt_table():
             np.testing.assert_allclose(got[a], agg[b], rtol=0, atol=1e-12)
         tr = got.index.get_level_values("split") == "train"
         assert (got["groups"].to_numpy()[tr] == agg["groups"].to_numpy()[tr]).all()
+        assert (got["resamples"].to_numpy()[tr] == agg["resamples"].to_numpy()[tr]).all()
         np.testing.assert_allclose(
             got["active_frac"].to_numpy()[tr & (agg["groups"].to_numpy() > 0)],
             (agg["active"] / agg["groups"]).to_numpy()[tr & (agg["groups"].to_numpy() > 0)],

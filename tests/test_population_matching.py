@@ -120,17 +120,35 @@ def test_group_size_sweep_rows_are_the_runs_at_their_own_logging_and_none_is_run
     assert analysis._last_row_config(odd).log_schedule().tolist() == [0, 40, 47]
     short = base.replace(steps=20)
     assert analysis._last_row_config(short) == short
+    import fgrpo_theory.population.matching as matching
+
     ran = []
     real = analysis.simulate_population
     monkeypatch.setattr(
         analysis, "simulate_population", lambda c, **kw: ran.append(c) or real(c, **kw)
     )
+    searched = []
+    real_match = matching.match_progress_population
+
+    def match(*a, **kw):
+        m = real_match(*a, **kw)
+        searched.append(m)
+        return m
+
+    monkeypatch.setattr(matching, "match_progress_population", match)
+    monkeypatch.setattr(matching, "final_metrics", None)  # every point through the sweep's runs
     df = analysis.group_size_sweep(base, Ns=(2, 8), focal_N=8, gammas=(1.0,))
     hashes = [population_config_hash(c) for c in ran]
     assert len(set(hashes)) == len(hashes)
+    # the runs: 2 grpo, focal, control, and the search's points but its first (the grpo arm at
+    # N = 8); the control-progress arm is one of those points, not a run of its own
+    (m,) = searched
+    assert len(ran) == 4 + len(m.evaluations) - 1
+    assert (df["arm"] == "control-progress").any()
     assert all(c.log_schedule().tolist() == [0, 30, 40] for c in ran)
     assert set(df["arm"]) == {"grpo", "focal", "control", "control-progress"}
-    metrics = ["pass_at_1", "pass_at_256", "rare_nll_rise", "entropy", "groups", "active_frac"]
+    metrics = ["pass_at_1", "pass_at_256", "coverage_at_256", "rare_nll", "rare_nll_rise",
+               "entropy", "groups", "resamples", "active_frac", "tail_miss_rate"]  # fmt: skip
     for (arm, n, g, c), rows in df.groupby(["arm", "N", "gamma_arm", "lr_factor"]):
         cfg = base.replace(N=int(n), gamma=g if arm == "focal" else 0.0,
                            lr_shared=base.lr_shared * c, lr_prompt=base.lr_prompt * c)  # fmt: skip

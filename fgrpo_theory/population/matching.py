@@ -62,7 +62,8 @@ def match_progress_population(
     pools of worker processes; None: all), the same numbers for any value. ``simulate_fn``:
     each point's table from ``simulate_fn(config)`` instead (a tidy table of that config, any
     logging, read with :func:`final_median`; the same numbers), so a caller that keeps the
-    tables reuses the matched point's run instead of training it again.
+    tables reuses the matched point's run instead of training it again; ``population`` and
+    ``threads`` are then the caller's to apply (they are not read).
     The result's ``lr`` and ``multiplier`` are both the factor c (the population has two
     learning rates).
     """
@@ -70,7 +71,9 @@ def match_progress_population(
         fail("cfg", cfg, "a PopulationConfig")
     if cfg.gamma == 0:
         fail("gamma", cfg.gamma, "> 0 (a vanilla config has no focal run to match)")
-    pop = generate_population(cfg) if population is None else population
+    pop = population
+    if pop is None and simulate_fn is None:  # (simulate_fn's tables need none here)
+        pop = generate_population(cfg)
     train, metric = PROGRESS_METRIC[1], PROGRESS_METRIC[0]
 
     def median_final(c: PopulationConfig) -> float:
