@@ -570,3 +570,34 @@ def test_a_really_full_tmp_on_the_fallback_path_never_ends_the_run(tmp_path):
     finally:
         if os.path.ismount(disk):
             subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_kernel_sources_parse_each_text_at_most_twice(monkeypatch):
+    """A first process (no memo) parses each kernel source at most twice: once for its imports
+    and once for the names it binds (asked for many times; it parsed 217 times for 17 files,
+    0.55 s of a cold first ``simulate``). The answer is the same as with a memo."""
+    import ast
+    from collections import Counter
+
+    from fgrpo_theory import _imports
+
+    expected = _imports.kernel_sources()
+    _imports.kernel_sources.cache_clear()
+    memo = getattr(_imports, "_bound_names_of", None)
+    if memo is not None:
+        memo.cache_clear()
+    parsed: Counter[bytes] = Counter()
+    parse = ast.parse
+
+    def counting(source, *args, **kwargs):  # noqa: ANN001, ANN202 - ast.parse's signature
+        parsed[source if isinstance(source, bytes) else str(source).encode()] += 1
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    try:
+        found = _imports.kernel_sources()
+    finally:
+        monkeypatch.undo()
+        _imports.kernel_sources.cache_clear()
+    assert found == expected
+    assert len(parsed) >= len(expected) and max(parsed.values()) <= 2
