@@ -274,6 +274,20 @@ def kernel_cache(dispatcher):  # noqa: ANN001, ANN201 - a Numba dispatcher, retu
     return dispatcher
 
 
+def on_disk(dispatcher, sig) -> bool | None:  # noqa: ANN001 - a Numba dispatcher, its types
+    """Whether the disk cache holds ``dispatcher``'s machine code for the argument types ``sig``
+    (a tuple, as passed to ``dispatcher.compile``), for this machine and these sources, without
+    loading it; None when Numba's private cache API is not the one read here."""
+    try:
+        cache = dispatcher._cache._real()
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        with cache._guard_against_spurious_io_errors():
+            return key in cache._cache_file._load_index()
+    except Exception:  # noqa: BLE001 - Numba's private API changed: unknown
+        return None
+    return None  # the guard swallowed an OSError (it printed one line)
+
+
 def _make_best_effort(caching, locator_class: type) -> None:  # noqa: ANN001 - a module
     """Reading and writing this package's kernel cache never ends a run: an ``OSError`` there (a
     full disk, a folder that became unwritable or unreadable) costs one line on stderr naming the

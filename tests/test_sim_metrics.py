@@ -78,8 +78,38 @@ def test_metrics_exp_matches_training_exp_bit_for_bit():
     ib = np.empty(n, np.int64)
     _vexp_shift(z, e1, 0.0, ib, ib.view(np.float64))
     e2 = np.empty(n)
-    yb = np.empty(n)
-    _vexp_block(z, e2, 0.0, yb, yb.view(np.int64), n)
+    _vexp_block(z, e2, 0.0, n)
     assert np.array_equal(e1.view(np.int64), e2.view(np.int64))
     ok = z > -700.0
     assert np.max(np.abs(e2[ok] / np.exp(z[ok]) - 1.0)) < 2.3e-16  # <= 1.01 ulp
+
+
+def test_the_pass_called_through_its_address_writes_what_a_direct_call_writes():
+    """``call_metrics`` (the small-K loop's call, through the address, no linking) against the
+    direct call, on rows with subsets, several blocks and a ragged last block; other argument
+    types do not type (the address was compiled for ``METRICS_ARGS`` only)."""
+    import numba
+
+    from fgrpo_theory.sim.kmetrics import call_metrics, metrics_address
+
+    @numba.njit
+    def through(addr, z, correct, submask, p0, sum_p0c, out):
+        for r in range(out.shape[0]):
+            call_metrics(addr, z[r], correct, submask, p0, sum_p0c, out[r])
+
+    rng = np.random.default_rng(3)
+    K = 2 * MB + 37
+    z = rng.normal(0.0, 3.0, (4, K))
+    correct = (rng.random(K) < 0.3).astype(np.uint8)
+    submask = (rng.random((3, K)) < 0.2).astype(np.uint8)
+    p0 = np.exp(z[0] - z[0].max())
+    p0 /= p0.sum()
+    sum_p0c = float(p0[correct == 1].sum())
+    got = np.full((4, n_metrics(3)), np.nan)
+    through(metrics_address(), z, correct, submask, p0, sum_p0c, got)
+    want = np.full((4, n_metrics(3)), np.nan)
+    for r in range(4):
+        _metrics(z[r], correct, submask, p0, sum_p0c, want[r])
+    assert np.array_equal(got, want, equal_nan=True)
+    with pytest.raises(numba.core.errors.TypingError):
+        through(metrics_address(), z.astype(np.float32), correct, submask, p0, sum_p0c, got)

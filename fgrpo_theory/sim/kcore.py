@@ -19,8 +19,7 @@ OPT_SGD, OPT_ADAM, OPT_ADAMW = 0, 1, 2
 SAMPLER_IID, SAMPLER_SORTED = 0, 1
 
 
-@jit_elementwise
-def _max(z):
+def _max_lanes(z):
     """Largest element, with 8 interleaved lanes so LLVM vectorizes it (max is order-free)."""
     K = z.shape[0]
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = z[0]
@@ -38,6 +37,13 @@ def _max(z):
     for i in range(K8, K):
         m = z[i] if z[i] > m else m
     return m
+
+
+#: :func:`_max_lanes` compiled on its own (a max is exact whatever the flags)
+_max = jit_elementwise(_max_lanes)
+#: :func:`_max_lanes` inlined into the caller (no function of its own to compile: the metrics
+#: pass, whose first compile is part of every cold start)
+_max_inline = jit_fast_inline(_max_lanes)
 
 
 _LOG2E = 1.4426950408889634

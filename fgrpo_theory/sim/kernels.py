@@ -104,10 +104,16 @@ def m_kept_tail(n_sub: int) -> int:
 def _log_row(z, correct, submask, p0, sum_p0c, row, groups, active, resamples, tails):
     """Write the metrics of softmax(z) and the group counters into ``row``; reset ``tails``."""
     _metrics(z, correct, submask, p0, sum_p0c, row)
+    _log_counters(row, groups, active, resamples, tails, submask.shape[0])
+
+
+@jit_fast_inline
+def _log_counters(row, groups, active, resamples, tails, n_sub):
+    """The group counters of a logged row (:func:`_log_row` without the metrics); resets
+    ``tails``."""
     row[M_GROUPS] = groups
     row[M_ACTIVE] = active
     row[M_RESAMPLES] = resamples
-    n_sub = submask.shape[0]
     for s in range(n_sub):
         row[M_SUB0 + n_sub + s] = tails[s]
         tails[s] = 0
@@ -142,15 +148,21 @@ def _first_row(z, correct, submask, p0, sum_p0c, log_steps, out):
     """Row 0 (step 0, before any update) if it is logged; returns the next log index."""
     if log_steps[0] != 0:
         return 0
-    n_sub = submask.shape[0]
     _metrics(z, correct, submask, p0, sum_p0c, out[0])
-    for j in range(M_GROUPS, M_SUB0):
-        out[0, j] = 0.0
-    for s in range(n_sub):
-        out[0, M_SUB0 + n_sub + s] = 0.0
-    for j in range(M_SUB0 + 3 * n_sub, M_SUB0 + 4 * n_sub + 1):  # kept-group counters
-        out[0, j] = 0.0
+    _first_counters(out[0], submask.shape[0])
     return 1
+
+
+@jit_fast_inline
+def _first_counters(row, n_sub):
+    """The counters of row 0 (nothing counted before the first step) (:func:`_first_row`
+    without the metrics)."""
+    for j in range(M_GROUPS, M_SUB0):
+        row[j] = 0.0
+    for s in range(n_sub):
+        row[M_SUB0 + n_sub + s] = 0.0
+    for j in range(M_SUB0 + 3 * n_sub, M_SUB0 + 4 * n_sub + 1):  # kept-group counters
+        row[j] = 0.0
 
 
 #: Draws whose uniforms are computed together (vectorized) and, when the sum tree's descents

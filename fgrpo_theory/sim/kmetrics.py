@@ -24,10 +24,18 @@ metrics moved in their last bits with this pass (docs/precision.md), the runs th
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
 
-from ._jit import jit_fast, jit_fast_inline
-from .kcore import _max
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._numba_cache import on_disk
+from ._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
+from .beside import compile_beside
+from .kcore import _max_inline
 from .kfloat import _as_f64
 
 M_QPOS, M_MRET, M_ENT, M_GROUPS, M_ACTIVE, M_RESAMPLES, M_SUB0 = 0, 1, 2, 3, 4, 5, 6
@@ -44,13 +52,12 @@ _BIAS = 4503599627371519.0
 
 
 @jit_fast_inline
-def _vexp_block(zb, eb, m, yb, ib, n):
+def _vexp_block(zb, eb, m, n):
     """``eb[:n] = exp(zb[:n] - m)`` (``zb <= m``): the arithmetic of :func:`~.kcore._vexp_shift`
     bit for bit (Cody-Waite reduction, degree-13 Taylor polynomial, <= 1.01 ulp), with the
     scale ``2**k`` built without a float-to-integer conversion (AVX2 has no vector one, so it
     was 4 scalar conversions per vector): ``k + 2**52 + 1023`` is exact, its low bits are the
-    biased exponent, shifted into place (``yb``, ``ib``: the float64 and int64 views of one
-    scratch buffer)."""
+    biased exponent, shifted into place (bit casts, no instruction)."""
     for i in range(n):
         x0 = zb[i] - m
         x = x0 if x0 > -708.0 else -708.0
@@ -70,12 +77,8 @@ def _vexp_block(zb, eb, m, yb, ib, n):
         p = p * r + 1.0 / 2
         p = p * r + 1.0
         p = p * r + 1.0
-        eb[i] = p if x0 > -708.0 else 0.0
-        yb[i] = k + _BIAS
-    for i in range(n):
-        ib[i] = ib[i] << 52
-    for i in range(n):
-        eb[i] *= yb[i]
+        scale = _f64_from_bits(_f64_bits(k + _BIAS) << 52)
+        eb[i] = (p if x0 > -708.0 else 0.0) * scale
 
 
 @jit_fast_inline
@@ -147,20 +150,26 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     K = z.shape[0]
     n_sub = submask.shape[0]
     ns = 3 + 2 * n_sub  # sums: entropy, Q_pos, lost mass, then per subset mass and -log p
-    A = np.zeros((ns, MB))
-    C = np.zeros((ns, MB))
+    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
+    # simulate costs 0.1-0.2 s of its cold start
+    A = np.empty((ns, MB))
+    C = np.empty((ns, MB))
+    for s in range(ns):
+        for j in range(MB):
+            A[s, j] = 0.0
+            C[s, j] = 0.0
     E = np.empty(K)  # exp(z - m)
     pb = np.empty(MB)  # the block's probabilities
     vb = np.empty(MB)  # a block of terms of a subset's sum
     lb = np.empty(MB)  # its log-probabilities
-    yb = np.empty(MB)  # the exp's scale (ib: its int64 view)
-    ib = yb.view(np.int64)
-    size = np.zeros(n_sub, np.int64)
-    m = _max(z)
+    size = np.empty(n_sub)  # subset sizes (exact integers)
+    for j in range(n_sub):
+        size[j] = 0.0
+    m = _max_inline(z)
     for lo in range(0, K, MB):
-        n = min(MB, K - lo)
+        n = MB if K - lo > MB else K - lo
         eb = E[lo : lo + n]
-        _vexp_block(z[lo : lo + n], eb, m, yb, ib, n)
+        _vexp_block(z[lo : lo + n], eb, m, n)
         _tsum_block(eb, n, A[0], C[0])
     S = _tfold(A, C, 0)
     inv_s = 1.0 / S
@@ -168,7 +177,7 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     A[0, :] = 0.0
     C[0, :] = 0.0
     for lo in range(0, K, MB):
-        n = min(MB, K - lo)
+        n = MB if K - lo > MB else K - lo
         # slices: indices from 0 (an offset index keeps a negative-index select that blocks
         # vectorization, kfloat._block_sum32)
         zb = z[lo : lo + n]
@@ -199,3 +208,60 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     for j in range(n_sub):
         row[M_SUB0 + j] = _tfold(A, C, 3 + j)
         row[M_SUB0 + 2 * n_sub + j] = _tfold(A, C, 3 + n_sub + j) / size[j]
+
+
+_F64 = types.Array(types.float64, 1, "C")
+#: The argument types of :func:`_metrics` that :func:`call_metrics` takes: float64 logits, the
+#: uint8 correct mask and subset masks, float64 ``p0``, ``sum_p0c`` and the row.
+METRICS_ARGS = (
+    _F64, types.Array(types.uint8, 1, "C"), types.Array(types.uint8, 2, "C"), _F64,
+    types.float64, _F64,
+)  # fmt: skip
+
+
+def metrics_address(while_compiling: Callable[[], object] | None = None) -> int:
+    """The address of :func:`_metrics` compiled for :data:`METRICS_ARGS` (compiled, or loaded
+    from the disk cache, on the process's first call), for :func:`call_metrics`.
+
+    ``while_compiling``: the caller's own compilation, run first. If the pass is neither loaded
+    nor on disk, a helper process compiles it meanwhile (:func:`.beside.compile_beside`: a cold
+    start's two largest compilations side by side)."""
+    if while_compiling is not None:
+        if METRICS_ARGS not in _metrics.overloads and on_disk(_metrics, METRICS_ARGS) is False:
+            compile_beside(f"{__name__}:metrics_address", while_compiling)
+        else:
+            while_compiling()
+    _metrics.compile(METRICS_ARGS)
+    cres = _metrics.overloads[METRICS_ARGS]
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    if not addr:  # never called through a null address
+        raise RuntimeError("the metrics pass has no address in the JIT (a bug)")
+    return addr
+
+
+@intrinsic
+def call_metrics(typingctx, addr, z, correct, submask, p0, sum_p0c, row):
+    """``_metrics(z, correct, submask, p0, sum_p0c, row)`` called through its address ``addr``
+    (:func:`metrics_address`), with Numba's calling convention: the caller's module does not
+    link :func:`_metrics` in, so compiling the caller does not optimize and emit the metrics
+    pass again (0.9 s of a cold first ``simulate``, in ``ksmall.run_small``). The same machine
+    code runs either way. Typed only for :data:`METRICS_ARGS`, the types the address was
+    compiled for."""
+    args = (z, correct, submask, p0, sum_p0c, row)
+    if addr != types.int64 or args != METRICS_ARGS:
+        return None
+
+    def codegen(context, builder, signature, llargs):
+        conv = context.call_conv
+        fnty = conv.get_function_type(types.none, METRICS_ARGS)
+        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+        retty = conv.get_return_type(types.none).pointee
+        # (in the entry block: an alloca in the caller's loop would grow the stack per call)
+        ret = cgutils.alloca_once(builder, retty)
+        builder.store(ir.Constant(retty, None), ret)
+        exc = cgutils.alloca_once(builder, fnty.args[1].pointee)
+        packed = list(conv._get_arg_packer(METRICS_ARGS).as_arguments(builder, llargs[1:]))
+        builder.call(fn, [ret, exc, *packed])  # (the pass raises nothing: no status to read)
+        return context.get_dummy_value()
+
+    return types.none(types.int64, *METRICS_ARGS), codegen

@@ -37,7 +37,8 @@ from .kcore import (
     _nonzero_below,
     _tally,
 )
-from .kernels import _count_tail, _first_row, _log_row
+from .kernels import _count_tail, _first_counters, _log_counters
+from .kmetrics import call_metrics
 from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import next_uniform
 
@@ -141,10 +142,11 @@ def opt_terms(opt):
 
 @jit_run_exact
 def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
-              sctab, t_base):  # fmt: skip
+              sctab, t_base, met):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
     :func:`~.kernels.run_steps`); ``sctab[t - t_base]``: Adam's scalars of step ``t``
-    (:func:`adam_rows`); ``ad`` = None: SGD (the Adam code is not compiled), else True.
+    (:func:`adam_rows`); ``ad`` = None: SGD (the Adam code is not compiled), else True;
+    ``met``: the address of the metrics pass (:func:`~.kmetrics.metrics_address`).
     Strict IEEE arithmetic: the general loop's fast-math flags change none
     of its operations here (no sum of products to fuse, no reassociation)."""
     K = z.shape[0]
@@ -165,17 +167,26 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     state = np.empty(2, np.uint64)
     state[0] = key
     state[1] = c
-    cnt = np.zeros(K, np.int64)
-    touched = np.empty(min(N, K) + 1, np.int64)
-    hit = np.zeros(n_sub, np.bool_)
+    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
+    # simulate costs 0.1-0.2 s of its cold start
+    cnt = np.empty(K, np.int64)
+    touched = np.empty((N if N < K else K) + 1, np.int64)
     e = np.empty(K)
     cum = np.empty(K)
-    cvec = np.zeros(K)
+    cvec = np.empty(K)
+    for i in range(K):
+        cnt[i] = 0
+        cvec[i] = 0.0
+    hit = np.empty(n_sub, np.bool_)  # (_count_tail clears it before use)
     pold = np.empty(1)
     ktails = tails[n_sub : 2 * n_sub]
     li = ints[I_LOG]
-    if step_lo == 0:
-        li = _first_row(z, correct, submask, prob.p0, prob.sum_p0c, log_steps, out)
+    if step_lo == 0:  # row 0 (before any update) if it is logged (kernels._first_row)
+        li = 0
+        if log_steps[0] == 0:
+            call_metrics(met, z, correct, submask, prob.p0, prob.sum_p0c, out[0])
+            _first_counters(out[0], n_sub)
+            li = 1
     groups = ints[I_GROUPS]
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
@@ -226,8 +237,8 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
             cvec[k] = 0.0
             cnt[k] = 0
         if li < n_log and step == log_steps[li]:
-            _log_row(z, correct, submask, prob.p0, prob.sum_p0c, out[li], groups, active,
-                     resamples, tails)  # fmt: skip
+            call_metrics(met, z, correct, submask, prob.p0, prob.sum_p0c, out[li])
+            _log_counters(out[li], groups, active, resamples, tails, n_sub)
             groups = 0
             active = 0
             resamples = 0
@@ -286,14 +297,15 @@ def step_scalars(opt, ad, ints, K, step_lo, step_hi):
 
 
 @jit_batch
-def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
+def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out, met):
     """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
-    runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled)."""
+    runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled);
+    ``met``: the address of the metrics pass."""
     sctab, t_base = step_scalars(opt, ad, st.ints, st.z.shape[1], step_lo, step_hi)
     for r in range(st.z.shape[0]):
         run_small(
             prob, log, alg, opt, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
-            st.tails[r], step_lo, step_hi, out[r], sctab, t_base,
+            st.tails[r], step_lo, step_hi, out[r], sctab, t_base, met,
         )  # fmt: skip
 
 

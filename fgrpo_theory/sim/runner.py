@@ -261,10 +261,36 @@ def _run_chunk(
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     from . import klanes, ksmall
     from .kcore import OPT_SGD
-    from .threads import on_threads, rows
+    from .threads import n_blocks, on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
+        from .kmetrics import metrics_address
+
+        def one_run(r: int, sctab: np.ndarray, t_base: int, met: int) -> tuple:
+            """The arguments of ``ksmall.run_small`` for run ``r``."""
+            return (
+                p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+                st.tails[r], step_lo, step_hi, out[r], sctab, t_base, met,
+            )  # fmt: skip
+
+        def scalars(lo: int, hi: int) -> tuple[np.ndarray, int]:
+            K = st.z.shape[1]
+            if ad is None or K >= ksmall.ADAM_SCALAR_K:  # no per-step scalars read
+                return np.zeros((1, 3)), 0
+            return ksmall.step_scalars(op, ad, st.ints[lo:hi], K, step_lo, step_hi)
+
+        met = 0
+        if not (LANES and klanes.lanes_eligible(rec, st.z) and R // n_blocks(R) > DIRECT_RUNS):
+            # some block runs the one-run loop: it calls the metrics pass through its address;
+            # the loop compiles first (beside the pass, on a cold start; run_small_batch nests it)
+            import numba
+
+            def compile_loop() -> None:
+                sig = tuple(numba.typeof(a) for a in one_run(0, *scalars(0, 1), 0))
+                ksmall.run_small.compile(sig)
+
+            met = metrics_address(while_compiling=compile_loop)
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS and LANES and klanes.lanes_eligible(rec, st.z):
@@ -272,16 +298,12 @@ def _run_chunk(
                 return
             if hi - lo > DIRECT_RUNS:
                 ksmall.run_small_batch(
-                    p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi]
+                    p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi], met
                 )
                 return
-            K = st.z.shape[1]
-            sctab, t_base = ksmall.step_scalars(op, ad, st.ints[lo:hi], K, step_lo, step_hi)
+            sctab, t_base = scalars(lo, hi)
             for r in range(lo, hi):
-                ksmall.run_small(
-                    p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
-                    st.tails[r], step_lo, step_hi, out[r], sctab, t_base,
-                )  # fmt: skip
+                ksmall.run_small(*one_run(r, sctab, t_base, met))
 
     else:
         # no thresholds: None, for which the kernel compiles without its threshold code

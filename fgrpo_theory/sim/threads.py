@@ -13,15 +13,21 @@ def rows(st, lo: int, hi: int):
     return type(st)(*(a[lo:hi] for a in st))
 
 
+def n_blocks(R: int) -> int:
+    """How many blocks :func:`on_threads` splits ``R`` runs into (their sizes differ by one at
+    most)."""
+    import numba
+
+    return max(1, min(R, numba.get_num_threads()))
+
+
 def on_threads(block, R: int) -> None:
     """``block(lo, hi)`` over ``R`` runs split in contiguous blocks, one per Numba thread
     (``numba.get_num_threads()``; the batch kernels release the GIL), this thread taking the
     first. Runs are independent, so the split changes no number. On Ctrl-C in this thread the
     call raises at once; the other threads finish their block (a chunk of steps, or a kernel
     compile) in the background, writing only into this call's arrays."""
-    import numba
-
-    nt = max(1, min(R, numba.get_num_threads()))
+    nt = n_blocks(R)
     if nt == 1:
         block(0, R)
         return
