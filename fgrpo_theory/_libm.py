@@ -16,7 +16,7 @@ Each function calls the C library once per element: through :mod:`math` in a Pyt
 50 ns an element, so a million elements cost 0.05 s), or, for an array of at least
 :data:`JIT_MIN_SIZE` elements in a process that has Numba loaded, in the compiled loop of
 :mod:`fgrpo_theory._libm_loops` (the C library's routines again, 3-4x faster at a thousand
-elements). Results
+elements; not compiled for fewer than :data:`JIT_COMPILE_MIN_SIZE` elements). Results
 equal NumPy's on a CPU without AVX-512, including NumPy's own special cases (``x ** 1`` and
 ``x ** 2``, which NumPy computes as ``x`` and ``x * x``).
 """
@@ -41,6 +41,10 @@ _EXP_MAX = 709.782712893384
 
 #: arrays of at least this many elements go through the compiled loops (when Numba is loaded)
 JIT_MIN_SIZE = 256
+#: ... if the loop is compiled already (in this process or the disk cache); else only arrays of
+#: at least this many: compiling it (0.3 s) costs what the Python loop does on 6 million
+#: elements, and a first simulate at K = 1,000 paid it for 1,000 (the same values either way)
+JIT_COMPILE_MIN_SIZE = 65536
 
 
 def _map(func, a: np.ndarray, k: float | None = None) -> np.ndarray:
@@ -49,18 +53,21 @@ def _map(func, a: np.ndarray, k: float | None = None) -> np.ndarray:
     its rounding, follows). A large array in a process that has Numba loaded already (the
     simulators) takes the compiled loop of :mod:`fgrpo_theory._libm_loops`: the same C-library
     call per element, without Python's loop."""
+    loop = None
     if a.size >= JIT_MIN_SIZE and "numba" in sys.modules and _loops_available():
         from . import _libm_loops as lp
 
+        loop = lp.pow_into if func is math.pow else lp.exp_into if func is math.exp else lp.log_into
+        if a.size < JIT_COMPILE_MIN_SIZE and not lp.ready(loop):
+            loop = None
+    if loop is not None:
         # one layout for the loops (contiguous, aligned, writeable: one compiled version)
         flat = np.require(a.ravel(), np.float64, ["C", "A", "W"])
         vals = np.empty(a.size, dtype=np.float64)
         if func is math.pow:
-            lp.pow_into(flat, float(k), vals)  # a float k: Numba's int power multiplies
-        elif func is math.exp:
-            lp.exp_into(flat, vals)
+            loop(flat, float(k), vals)  # a float k: Numba's int power multiplies
         else:
-            lp.log_into(flat, vals)
+            loop(flat, vals)
     else:
         flat = a.ravel()
         more = () if k is None else (repeat(k),)

@@ -20,7 +20,7 @@ import math
 
 from .sim._jit import jit_exact
 
-__all__ = ["available", "exp_into", "log_into", "pow_into"]
+__all__ = ["available", "ready", "exp_into", "log_into", "pow_into"]
 
 
 def available() -> bool:
@@ -28,6 +28,19 @@ def available() -> bool:
     from numba import config
 
     return not bool(getattr(config, "USING_SVML", True))
+
+
+def ready(loop) -> bool:  # noqa: ANN001 - one of the loops below
+    """Whether calling ``loop`` compiles nothing: it is compiled in this process already, or its
+    machine code is in the disk cache."""
+    from numba import types
+
+    from ._numba_cache import on_disk
+
+    if loop.overloads:
+        return True
+    f = types.Array(types.float64, 1, "C")
+    return on_disk(loop, (f, types.float64, f) if loop is pow_into else (f, f)) is True
 
 
 @jit_exact

@@ -23,6 +23,7 @@ def path(request, monkeypatch):
         if not _libm._loops_available():
             pytest.skip("Numba uses SVML here: _libm keeps its Python loop")
         monkeypatch.setattr(_libm, "JIT_MIN_SIZE", 0)
+        monkeypatch.setattr(_libm, "JIT_COMPILE_MIN_SIZE", 0)
     else:
         monkeypatch.setattr(_libm, "JIT_MIN_SIZE", 1 << 62)
     return request.param
@@ -132,3 +133,29 @@ def _numpy_features() -> dict[str, bool]:
     from numpy._core._multiarray_umath import __cpu_features__
 
     return dict(__cpu_features__)
+
+
+def test_a_small_array_compiles_no_loop_but_uses_a_compiled_one(monkeypatch):
+    """Below ``JIT_COMPILE_MIN_SIZE`` elements the compiled loop is taken only if calling it
+    compiles nothing (in this process or the disk cache): a first simulate at K = 1,000 paid
+    0.3 s to compile it for 1,000 exps. The values are the C library's either way."""
+    import numba  # noqa: F401 - the compiled loop is taken only where Numba is loaded
+
+    from fgrpo_theory import _libm_loops as lp
+
+    if not _libm._loops_available():
+        pytest.skip("Numba uses SVML here: _libm keeps its Python loop")
+    calls = []
+    real = lp.exp_into
+    monkeypatch.setattr(lp, "exp_into", lambda x, out: calls.append(x.size) or real(x, out))
+    x = np.linspace(-5.0, 5.0, 1000)
+    for ready, taken in ((False, []), (True, [1000])):
+        calls.clear()
+        monkeypatch.setattr(lp, "ready", lambda loop, r=ready: r)
+        assert np.array_equal(_libm.exp(x), _c(math.exp, x))
+        assert calls == taken
+    monkeypatch.setattr(lp, "ready", lambda loop: False)
+    calls.clear()
+    big = np.linspace(-5.0, 5.0, _libm.JIT_COMPILE_MIN_SIZE)
+    assert np.array_equal(_libm.exp(big), _c(math.exp, big))
+    assert calls == [big.size]  # large enough to pay for compiling it

@@ -72,7 +72,7 @@ from .kmetrics import (  # noqa: F401  (the metric slots are re-exported: runner
     M_QPOS,
     M_RESAMPLES,
     M_SUB0,
-    _metrics,
+    metrics_into,
 )
 from .kthresh import THR_MARGIN, THR_MARGIN32, _thr_check, _thr_pending, _tree_correct_sum
 from .records import I_ACTIVE, I_COUNTDOWN, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
@@ -101,9 +101,10 @@ def m_kept_tail(n_sub: int) -> int:
 
 
 @jit_fast_inline
-def _log_row(z, correct, submask, p0, sum_p0c, row, groups, active, resamples, tails):
-    """Write the metrics of softmax(z) and the group counters into ``row``; reset ``tails``."""
-    _metrics(z, correct, submask, p0, sum_p0c, row)
+def _log_row(met, z, correct, submask, p0, sum_p0c, row, groups, active, resamples, tails):
+    """Write the metrics of softmax(z) and the group counters into ``row``; reset ``tails``.
+    ``met``: the metrics pass's address, or None (:func:`~.kmetrics.metrics_into`)."""
+    metrics_into(met, z, correct, submask, p0, sum_p0c, row)
     _log_counters(row, groups, active, resamples, tails, submask.shape[0])
 
 
@@ -144,11 +145,12 @@ SAMPLER_TREE = 2  # Algorithm.sampler of the sum-tree path (draws from State.tre
 
 
 @jit_fast_inline
-def _first_row(z, correct, submask, p0, sum_p0c, log_steps, out):
-    """Row 0 (step 0, before any update) if it is logged; returns the next log index."""
+def _first_row(met, z, correct, submask, p0, sum_p0c, log_steps, out):
+    """Row 0 (step 0, before any update) if it is logged; returns the next log index. ``met``:
+    as in :func:`_log_row`."""
     if log_steps[0] != 0:
         return 0
-    _metrics(z, correct, submask, p0, sum_p0c, out[0])
+    metrics_into(met, z, correct, submask, p0, sum_p0c, out[0])
     _first_counters(out[0], submask.shape[0])
     return 1
 
@@ -185,7 +187,7 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
     key = state[0]
     c = state[1]
     for lo in range(0, N, TREE_BATCH):
-        m = min(TREE_BATCH, N - lo)
+        m = TREE_BATCH if N - lo > TREE_BATCH else N - lo
         for i in range(m):
             ub[i] = uniform_at(key, c + np.uint64(i + 1)) * total
         c += np.uint64(m)
@@ -216,12 +218,13 @@ def _draw_tree(tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo
 
 @jit_run_fast
 def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, shift_io, state_io,
-              ints, tails_io, step_lo, step_hi, out, thr_out, thr_step):  # fmt: skip
+              ints, tails_io, step_lo, step_hi, out, thr_out, thr_step, met):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run; ``tr`` = None is the dense path (every logit
     moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
     advantages); ``dn``: None on the sum-tree path, True on the dense path (see above); ``ad``:
     None for SGD (the Adam code is not compiled), else True.
-    ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled).
+    ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled). ``met``: the
+    metrics pass's address (:func:`~.kmetrics.metrics_address`, float64 logits), else None.
     ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
     (dense path only): per-action advantages of a likelihood-aware scheme computed from the
     group's ``p_old`` (:func:`~.kcore._likelihood_advantages`) and/or the regularizers' weights
@@ -274,10 +277,14 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
     z = z_io
     tails = tails_io
     state = _local_rng(state_io)
-    cnt = np.zeros(K, np.int64)
-    D = min(N, K)
+    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
+    # simulate costs 0.1-0.2 s of its cold start
+    cnt = np.empty(K, np.int64)
+    for i in range(K):
+        cnt[i] = 0
+    D = N if N < K else K
     touched = np.empty(D + 1, np.int64)  # +1: branch-free writes
-    hit = np.zeros(n_sub, np.bool_)
+    hit = np.empty(n_sub, np.bool_)  # (_count_tail clears it before use)
     inv_n = 1.0 / N
     ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
     # thr_step = None (no thresholds): the threshold code is pruned at compile time
@@ -291,7 +298,7 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
         scratch = np.zeros(out.shape[1])
     li = ints[I_LOG]
     if step_lo == 0:
-        li = _first_row(z, correct, submask, p0, sum_p0c, log_steps, out)
+        li = _first_row(met, z, correct, submask, p0, sum_p0c, log_steps, out)
     groups = ints[I_GROUPS]
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
@@ -521,7 +528,8 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
                     kd = kmax
                     r_lo, r_hi = tree_leaf_range(tree, P, kd)
         if li < n_log and step == log_steps[li]:
-            _log_row(z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples, tails)
+            _log_row(met, z, correct, submask, p0, sum_p0c, out[li], groups, active, resamples,
+                     tails)  # fmt: skip
             groups = 0
             active = 0
             resamples = 0
@@ -546,21 +554,22 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
 
 
 @jit_batch
-def run_batch(prob, log, alg, opt, tr, dn, ad, sr, st, step_lo, step_hi, out, thr_out, thr_step):
+def run_batch(prob, log, alg, opt, tr, dn, ad, sr, st, step_lo, step_hi, out, thr_out, thr_step,
+              met):  # fmt: skip
     """:func:`run_steps` for every run (row) of ``st``, one after another, without the GIL (the
     runner gives each thread a block of rows; ``tr`` = None: the dense path; ``sr`` = None:
     tables only); ``out[r, n_log, n_met]``, ``thr_out[r, n_thr, n_met]``,
-    ``thr_step[r, n_thr]``."""
+    ``thr_step[r, n_thr]``; ``met``: as in :func:`run_steps`."""
     for r in range(st.z.shape[0]):
         if thr_step is None:  # no thresholds (pruned at compile time)
             run_steps(
                 prob, log, alg, opt, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
                 st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
-                out[r], None, None,
+                out[r], None, None, met,
             )  # fmt: skip
         else:
             run_steps(
                 prob, log, alg, opt, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
                 st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
-                out[r], thr_out[r], thr_step[r],
+                out[r], thr_out[r], thr_step[r], met,
             )  # fmt: skip

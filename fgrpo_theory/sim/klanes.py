@@ -177,7 +177,9 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
         for l in range(L):
             for i in range(K):
                 zr[i] = z[i, l]
-            li[l] = _first_row(zr, correct, submask, prob.p0, prob.sum_p0c, log_steps, out[r0 + l])
+            li[l] = _first_row(
+                None, zr, correct, submask, prob.p0, prob.sum_p0c, log_steps, out[r0 + l]
+            )
     e = np.empty((K, L))
     cum = np.empty((K, L))
     cvec = np.empty((K, L))
@@ -288,7 +290,7 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
             if li[l] < n_log and step == log_steps[li[l]]:
                 for i in range(K):
                     zr[i] = z[i, l]
-                _log_row(zr, correct, submask, prob.p0, prob.sum_p0c, out[r0 + l, li[l]],
+                _log_row(None, zr, correct, submask, prob.p0, prob.sum_p0c, out[r0 + l, li[l]],
                          groups[l], active[l], resamples[l], tails[r0 + l])  # fmt: skip
                 groups[l] = 0
                 active[l] = 0

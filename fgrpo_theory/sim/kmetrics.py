@@ -30,7 +30,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .._numba_cache import on_disk
 from ._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
@@ -265,3 +265,26 @@ def call_metrics(typingctx, addr, z, correct, submask, p0, sum_p0c, row):
         return context.get_dummy_value()
 
     return types.none(types.int64, *METRICS_ARGS), codegen
+
+
+def metrics_into(met, z, correct, submask, p0, sum_p0c, row) -> None:  # noqa: ANN001
+    """In a kernel: :func:`_metrics` into ``row``, called through the address ``met``
+    (:func:`call_metrics`) when ``met`` is an int64 and the arguments are :data:`METRICS_ARGS`,
+    else directly (linked into the kernel: ``met`` None, or float32 logits). Decided at compile
+    time."""
+    _metrics(z, correct, submask, p0, sum_p0c, row)
+
+
+@overload(metrics_into, inline="always")
+def _metrics_into(met, z, correct, submask, p0, sum_p0c, row):  # noqa: ANN001, ANN202
+    if met == types.int64 and (z, correct, submask, p0, sum_p0c, row) == METRICS_ARGS:
+
+        def through(met, z, correct, submask, p0, sum_p0c, row):  # noqa: ANN001, ANN202
+            call_metrics(met, z, correct, submask, p0, sum_p0c, row)
+
+        return through
+
+    def direct(met, z, correct, submask, p0, sum_p0c, row):  # noqa: ANN001, ANN202
+        _metrics(z, correct, submask, p0, sum_p0c, row)
+
+    return direct

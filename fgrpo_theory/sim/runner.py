@@ -261,11 +261,11 @@ def _run_chunk(
         raise ValueError(f"output arrays of shape {out.shape} do not fit the records (a bug)")
     from . import klanes, ksmall
     from .kcore import OPT_SGD
+    from .kmetrics import metrics_address
     from .threads import n_blocks, on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
-        from .kmetrics import metrics_address
 
         def one_run(r: int, sctab: np.ndarray, t_base: int, met: int) -> tuple:
             """The arguments of ``ksmall.run_small`` for run ``r``."""
@@ -284,9 +284,10 @@ def _run_chunk(
         if not (LANES and klanes.lanes_eligible(rec, st.z) and R // n_blocks(R) > DIRECT_RUNS):
             # some block runs the one-run loop: it calls the metrics pass through its address;
             # the loop compiles first (beside the pass, on a cold start; run_small_batch nests it)
-            import numba
 
             def compile_loop() -> None:
+                import numba
+
                 sig = tuple(numba.typeof(a) for a in one_run(0, *scalars(0, 1), 0))
                 ksmall.run_small.compile(sig)
 
@@ -311,20 +312,34 @@ def _run_chunk(
         dn = True if rec["tree"] is None else None  # None: the kernel compiles no dense code
         tr, sr = rec["tree"], rec["scheme"]
 
+        def one_run(r: int, met: int) -> tuple:
+            """The arguments of ``kernels.run_steps`` for run ``r``."""
+            return (
+                p, lg, al, op, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
+                out[r], thr_out[r] if some else None, thr_step[r] if some else None, met,
+            )  # fmt: skip
+
+        met = 0
+        if st.z.dtype == np.float64:  # (float32 logits: the kernel calls the pass directly)
+
+            def compile_loop() -> None:
+                import numba
+
+                kn.run_steps.compile(tuple(numba.typeof(a) for a in one_run(0, 0)))
+
+            met = metrics_address(while_compiling=compile_loop)
+
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
                 kn.run_batch(
                     p, lg, al, op, tr, dn, ad, sr, rows(st, lo, hi), step_lo, step_hi,
                     out[lo:hi], thr_out[lo:hi] if some else None,
-                    thr_step[lo:hi] if some else None,
+                    thr_step[lo:hi] if some else None, met,
                 )  # fmt: skip
                 return
             for r in range(lo, hi):
-                kn.run_steps(
-                    p, lg, al, op, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
-                    st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
-                    out[r], thr_out[r] if some else None, thr_step[r] if some else None,
-                )  # fmt: skip
+                kn.run_steps(*one_run(r, met))
 
     on_threads(block, R)
 
@@ -360,7 +375,7 @@ class SimTables(NamedTuple):
 def _start_nll(rec: dict, n_met: int) -> np.ndarray:
     """The metrics row of the initial policy (its subset NLLs are the base of ``nll_rise_*``),
     computed by the kernels' own metric function, so a logged step 0 has a rise of exactly 0."""
-    from .kernels import _metrics
+    from .kmetrics import _metrics
 
     p, lg = rec["prob"], rec["log"]
     row = np.zeros(n_met)
