@@ -346,6 +346,20 @@ def _compile_cache_dir() -> Path:
     return kernel_cache_dir()
 
 
+def announce_now() -> None:
+    """Print :data:`COMPILE_NOTICE` to stderr unless this process has printed it: a kernel of
+    this package is about to compile, here or in a helper process this one waits for."""
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    import sys
+
+    where = _compile_cache_dir()
+    where = "no folder (none is usable)" if where == NO_CACHE else where
+    print(COMPILE_NOTICE.format(where=where), file=sys.stderr, flush=True)
+
+
 def announce_compilation() -> None:
     """Print :data:`COMPILE_NOTICE` to stderr, once per process, when Numba starts compiling a
     kernel of this package (a cache miss; a kernel loaded from the cache says nothing).
@@ -369,19 +383,11 @@ def announce_compilation() -> None:
 
     class _Notice(base):  # type: ignore[misc, valid-type]
         def on_start(self, ev):  # noqa: ANN001 - Numba's signature
-            global _announced
-            if _announced:
-                return
             func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
             module = getattr(func, "__module__", "") or ""
             if module.split(".")[0] != _PACKAGE_DIR.name or module in QUIET_MODULES:
                 return
-            _announced = True
-            import sys
-
-            where = _compile_cache_dir()
-            where = "no folder (none is usable)" if where == NO_CACHE else where
-            print(COMPILE_NOTICE.format(where=where), file=sys.stderr, flush=True)
+            announce_now()
 
         def on_end(self, ev):  # noqa: ANN001 - Numba's signature
             return None

@@ -1,7 +1,7 @@
 """The metrics pass compiled by a helper process beside the run loop on a cold start
 (``fgrpo_theory/sim/beside.py``): the numbers are those of a process that compiled everything
 itself, the helper's code is loaded from the cache instead of compiled again, one compile notice
-is printed, and a helper that fails, hangs or outlives a failed compilation is killed."""
+is printed, and a helper that fails, is slow or outlives a failed compilation is killed."""
 
 from __future__ import annotations
 
@@ -18,46 +18,63 @@ from fgrpo_theory.sim import beside
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: A cold first simulate of the small-K loop; prints the rows' hash and the metrics pass's cache
-#: hits and misses in this process. ``HELPER`` = "0": this process may not start a helper.
-COLD = r"""
-import hashlib, json, os, sys
-from fgrpo_theory.sim import beside, kmetrics
+#: A first simulate of the small-K loop, then one of the general dense loop; prints the rows'
+#: hashes, the metrics pass's cache hits and misses in this process and the helpers it started.
+#: ``HELPER`` = "0": this process may not start one; ``ADDRESS`` = "0": the loops link the pass
+#: in (the calls before the address existed).
+RUNS = r"""
+import hashlib, json, os
+from fgrpo_theory.sim import beside, kmetrics, runner
 if os.environ["HELPER"] == "0":
     beside._cores = lambda: 1
+runner.METRICS_BY_ADDRESS = os.environ["ADDRESS"] == "1"
+started = []
+start = beside._start
+def counted(target):
+    helper = start(target)
+    started.append(helper is not None)
+    return helper
+beside._start = counted
 from fgrpo_theory.sim import SimConfig, simulate
-df = simulate(SimConfig(K=6, N=8, steps=30, seeds=3, rule="logprob", optimizer="sgd",
-                        backend="dense", log_every=5))
-num = df.select_dtypes("number").to_numpy()
+rows = []
+for cfg in (SimConfig(K=6, N=8, steps=30, seeds=3, rule="logprob", log_every=5),
+            SimConfig(K=300, N=8, steps=30, seeds=3, backend="dense", subsets={"tail": "0..49"},
+                      log_every=5)):
+    num = simulate(cfg).select_dtypes("number").to_numpy()
+    rows.append(hashlib.sha256(num.tobytes()).hexdigest())
 stats = kmetrics._metrics.stats
 key = kmetrics.METRICS_ARGS
-print(json.dumps(dict(rows=hashlib.sha256(num.tobytes()).hexdigest(), n=len(df),
-                      hits=stats.cache_hits.get(key, 0), misses=stats.cache_misses.get(key, 0))))
+print(json.dumps(dict(rows=rows, hits=stats.cache_hits.get(key, 0),
+                      misses=stats.cache_misses.get(key, 0), helpers=sum(started))))
 """
 
 
-def _cold(tmp_path: Path, name: str, helper: str) -> tuple[dict, str]:
-    cache = tmp_path / name
+def _run(cache: Path, helper: str = "1", address: str = "1") -> tuple[dict, int]:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), FGRPO_THEORY_CACHE_DIR=str(cache),
-               HELPER=helper, PYTHONPATH=str(REPO))  # fmt: skip
+               HELPER=helper, ADDRESS=address, PYTHONPATH=str(REPO))  # fmt: skip
     res = subprocess.run(
-        [sys.executable, "-c", COLD], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=600
     )
     assert res.returncode == 0, res.stderr
-    return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
+    notices = sum(line.startswith("fgrpo-theory: compiling") for line in res.stderr.splitlines())
+    return json.loads(res.stdout.strip().splitlines()[-1]), notices
 
 
 @pytest.mark.skipif(beside._cores() < 2, reason="the helper runs only with two cores or more")
-def test_a_cold_start_loads_the_helpers_metrics_pass_and_gets_the_same_numbers(tmp_path):
-    with_helper, err = _cold(tmp_path, "a", "1")
-    alone, err_alone = _cold(tmp_path, "b", "0")
-    assert with_helper["n"] == alone["n"] > 0
-    assert with_helper["rows"] == alone["rows"]  # the helper's machine code, the same bits
-    # this process loaded the pass from the cache the helper wrote; alone, it compiled it
-    assert (with_helper["hits"], with_helper["misses"]) == (1, 0)
-    assert (alone["hits"], alone["misses"]) == (0, 1)
-    for e in (err, err_alone):  # one notice, from this process (the helper's output is dropped)
-        assert sum(line.startswith("fgrpo-theory: compiling") for line in e.splitlines()) == 1
+def test_the_helpers_metrics_pass_is_loaded_and_gives_the_numbers_of_a_linked_one(tmp_path):
+    cold, n_cold = _run(tmp_path / "a")
+    warm, n_warm = _run(tmp_path / "a")
+    alone, n_alone = _run(tmp_path / "b", helper="0")
+    linked, n_linked = _run(tmp_path / "c", address="0")
+    # the same rows whether the pass was compiled by the helper, loaded from the cache,
+    # compiled here, or linked into each loop (the calls before the address existed)
+    assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"]
+    # cold: the helper compiled the pass, this process loaded it (one notice, this process's)
+    assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (1, 1, 0, 1)
+    # warm: no helper, nothing compiled, no notice
+    assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == (0, 1, 0, 0)
+    assert (alone["hits"], alone["misses"], n_alone) == (0, 1, 1)  # compiled here
+    assert (linked["helpers"], n_linked) == (0, 1)
 
 
 def _popen_spy(monkeypatch) -> list[subprocess.Popen]:
@@ -87,7 +104,7 @@ def test_a_failed_local_compilation_kills_the_helper(monkeypatch):
     assert started[0].returncode < 0 and time.perf_counter() - t0 < 30
 
 
-def test_a_hung_helper_is_killed_after_the_wait(monkeypatch):
+def test_a_slow_helper_is_killed_after_the_wait(monkeypatch):
     started = _popen_spy(monkeypatch)
     monkeypatch.setattr(beside, "HELPER_SECONDS", 0.05)  # less than importing Numba takes
     ran = []

@@ -1,19 +1,20 @@
 """A cold start's two largest compilations side by side, in two processes.
 
-A first ``simulate`` on the small-K dense path compiles two kernels that do not depend on each
-other: the run loop (:func:`.ksmall.run_small`) and the metrics pass (:func:`.kmetrics._metrics`),
-which the loop calls through its address (:func:`.kmetrics.call_metrics`). Numba compiles one
-function at a time in a process (a global compiler lock), so :func:`compile_beside` has a helper
-process compile one of them into the disk cache while this process compiles the other, then
-this process loads the helper's machine code from the cache. It is the code this process would
-have compiled (the same compiler, flags, sources and CPU: the cache's own checks), so the
-numbers are the same.
+A first ``simulate`` compiles two kernels that do not depend on each other: its run loop
+(:func:`.ksmall.run_small` at small K, else :func:`.kernels.run_steps`) and the metrics pass
+(:func:`.kmetrics._metrics`), which the loop calls through its address
+(:func:`.kmetrics.metrics_into`). Numba compiles one function at a time in a process (a global
+compiler lock), so :func:`compile_beside` has a helper process compile one of them into the disk
+cache while this process compiles the other, then this process loads the helper's machine code
+from the cache. It is the code this process would have compiled (the same interpreter, package,
+sources, environment and CPU: the cache's own checks), so the numbers are the same.
 
-The helper is started only where it can help: the process may run on two cores or more, and
-kernels are cached in a folder (not the no-cache mode). Its output is discarded (this process
-prints the compile notice). A helper that fails, or that has not finished after
-:data:`HELPER_SECONDS`, is killed, and this process compiles the kernel itself, as it would
-without a helper; so does a Ctrl-C, after killing it.
+The helper is started only where it can help: the process may run on two cores or more, kernels
+are cached in a folder (not the no-cache mode), and Python is not frozen into an application.
+This process prints the compile notice; the helper's output is discarded. A helper that fails,
+imports another copy of the package, or has not finished :data:`HELPER_SECONDS` after this
+process's own compilation is killed, and this process compiles the kernel itself, as it would
+without a helper; a Ctrl-C kills it too.
 """
 
 from __future__ import annotations
@@ -24,16 +25,33 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-#: How long this process waits for the helper after its own compilation (then kills it).
-HELPER_SECONDS = 300.0
+#: How long this process waits for the helper after its own compilation (then kills it and
+#: compiles the kernel itself). The helper takes about 3 s on an idle machine.
+HELPER_SECONDS = 30.0
+
+#: The helper's program: ``-P`` (no current folder on the path), this package found where the
+#: parent found it, else nothing is compiled (exit 3).
+_HELPER = """import importlib, importlib.util, os, sys
+top, root, origin, module, function = sys.argv[1:]
+def found():
+    spec = importlib.util.find_spec(top)
+    return spec is not None and os.path.realpath(spec.origin or "") == origin
+if not found():
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+    if not found():
+        sys.exit(3)
+getattr(importlib.import_module(module), function)()
+"""
 
 
 def compile_beside(target: str, local: Callable[[], object]) -> None:
     """Run ``local()`` (a compilation in this process) while a helper process calls ``target``
     (``"package.module:function"``, a function of no arguments that compiles a kernel into the
     disk cache), then wait for the helper (see the module docstring for when there is none)."""
-    helper = _start(target)
+    helper = None
     try:
+        helper = _start(target)
         local()
         if helper is not None:
             helper.wait(timeout=HELPER_SECONDS)
@@ -53,29 +71,31 @@ def _cores() -> int:
 
 
 def _start(target: str) -> subprocess.Popen | None:
-    from .._numba_cache import NO_CACHE, kernel_cache_dir
+    from .._numba_cache import NO_CACHE, announce_now, kernel_cache_dir
 
-    if _cores() < 2:
+    if _cores() < 2 or getattr(sys, "frozen", False):
         return None
     folder = kernel_cache_dir()
     if folder == NO_CACHE:
         return None
     module, _, function = target.partition(":")
-    top = getattr(sys.modules.get(module.split(".")[0]), "__file__", None)
-    if top is None:  # (the target's package is this one, already imported)
+    top = module.split(".")[0]
+    spec = getattr(sys.modules.get(top), "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if origin is None:
         return None
-    root = str(Path(top).resolve().parent.parent)  # where this very package is
+    origin = os.path.realpath(origin)
+    root = str(Path(origin).parent.parent)  # the folder this package was found in
     env = dict(os.environ, NUMBA_CACHE_DIR=str(folder))  # this process's cache folder
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = root + (os.pathsep + path if path else "")
-    code = f"import importlib; importlib.import_module({module!r}).{function}()"
     try:
-        return subprocess.Popen(
-            [sys.executable, "-c", code],
+        helper = subprocess.Popen(
+            [sys.executable, "-P", "-c", _HELPER, top, root, origin, module, function],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-    except OSError:
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
+    announce_now()  # a kernel compiles (in the helper) while this process may wait for it
+    return helper

@@ -105,16 +105,10 @@ def _log_row(met, z, correct, submask, p0, sum_p0c, row, groups, active, resampl
     """Write the metrics of softmax(z) and the group counters into ``row``; reset ``tails``.
     ``met``: the metrics pass's address, or None (:func:`~.kmetrics.metrics_into`)."""
     metrics_into(met, z, correct, submask, p0, sum_p0c, row)
-    _log_counters(row, groups, active, resamples, tails, submask.shape[0])
-
-
-@jit_fast_inline
-def _log_counters(row, groups, active, resamples, tails, n_sub):
-    """The group counters of a logged row (:func:`_log_row` without the metrics); resets
-    ``tails``."""
     row[M_GROUPS] = groups
     row[M_ACTIVE] = active
     row[M_RESAMPLES] = resamples
+    n_sub = submask.shape[0]
     for s in range(n_sub):
         row[M_SUB0 + n_sub + s] = tails[s]
         tails[s] = 0
@@ -150,21 +144,15 @@ def _first_row(met, z, correct, submask, p0, sum_p0c, log_steps, out):
     as in :func:`_log_row`."""
     if log_steps[0] != 0:
         return 0
+    n_sub = submask.shape[0]
     metrics_into(met, z, correct, submask, p0, sum_p0c, out[0])
-    _first_counters(out[0], submask.shape[0])
-    return 1
-
-
-@jit_fast_inline
-def _first_counters(row, n_sub):
-    """The counters of row 0 (nothing counted before the first step) (:func:`_first_row`
-    without the metrics)."""
     for j in range(M_GROUPS, M_SUB0):
-        row[j] = 0.0
+        out[0, j] = 0.0
     for s in range(n_sub):
-        row[M_SUB0 + n_sub + s] = 0.0
+        out[0, M_SUB0 + n_sub + s] = 0.0
     for j in range(M_SUB0 + 3 * n_sub, M_SUB0 + 4 * n_sub + 1):  # kept-group counters
-        row[j] = 0.0
+        out[0, j] = 0.0
+    return 1
 
 
 #: Draws whose uniforms are computed together (vectorized) and, when the sum tree's descents
@@ -224,7 +212,7 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
     advantages); ``dn``: None on the sum-tree path, True on the dense path (see above); ``ad``:
     None for SGD (the Adam code is not compiled), else True.
     ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled). ``met``: the
-    metrics pass's address (:func:`~.kmetrics.metrics_address`, float64 logits), else None.
+    metrics pass's address (:func:`~.kmetrics.metrics_address`), or None: a direct call.
     ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
     (dense path only): per-action advantages of a likelihood-aware scheme computed from the
     group's ``p_old`` (:func:`~.kcore._likelihood_advantages`) and/or the regularizers' weights
@@ -277,8 +265,7 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
     z = z_io
     tails = tails_io
     state = _local_rng(state_io)
-    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
-    # simulate costs 0.1-0.2 s of its cold start
+    # np.empty and loops, not np.zeros, and no min() (cold start: see kmetrics._metrics)
     cnt = np.empty(K, np.int64)
     for i in range(K):
         cnt[i] = 0

@@ -34,7 +34,6 @@ from numba.extending import intrinsic, overload
 
 from .._numba_cache import on_disk
 from ._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
-from .beside import compile_beside
 from .kcore import _max_inline
 from .kfloat import _as_f64
 
@@ -150,8 +149,8 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     K = z.shape[0]
     n_sub = submask.shape[0]
     ns = 3 + 2 * n_sub  # sums: entropy, Q_pos, lost mass, then per subset mass and -log p
-    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
-    # simulate costs 0.1-0.2 s of its cold start
+    # np.empty and loops, not np.zeros, and no min() (here, in run_small and in run_steps): each
+    # overload Numba compiles for a first simulate costs 0.1-0.2 s of its cold start
     A = np.empty((ns, MB))
     C = np.empty((ns, MB))
     for s in range(ns):
@@ -228,6 +227,8 @@ def metrics_address(while_compiling: Callable[[], object] | None = None) -> int:
     start's two largest compilations side by side)."""
     if while_compiling is not None:
         if METRICS_ARGS not in _metrics.overloads and on_disk(_metrics, METRICS_ARGS) is False:
+            from .beside import compile_beside  # (in here: not part of the kernels' stamp)
+
             compile_beside(f"{__name__}:metrics_address", while_compiling)
         else:
             while_compiling()
@@ -245,8 +246,8 @@ def call_metrics(typingctx, addr, z, correct, submask, p0, sum_p0c, row):
     (:func:`metrics_address`), with Numba's calling convention: the caller's module does not
     link :func:`_metrics` in, so compiling the caller does not optimize and emit the metrics
     pass again (0.9 s of a cold first ``simulate``, in ``ksmall.run_small``). The same machine
-    code runs either way. Typed only for :data:`METRICS_ARGS`, the types the address was
-    compiled for."""
+    code runs either way, and an error it returns is returned by the caller. Typed only for
+    :data:`METRICS_ARGS`, the types the address was compiled for."""
     args = (z, correct, submask, p0, sum_p0c, row)
     if addr != types.int64 or args != METRICS_ARGS:
         return None
@@ -261,7 +262,12 @@ def call_metrics(typingctx, addr, z, correct, submask, p0, sum_p0c, row):
         builder.store(ir.Constant(retty, None), ret)
         exc = cgutils.alloca_once(builder, fnty.args[1].pointee)
         packed = list(conv._get_arg_packer(METRICS_ARGS).as_arguments(builder, llargs[1:]))
-        builder.call(fn, [ret, exc, *packed])  # (the pass raises nothing: no status to read)
+        code = builder.call(fn, [ret, exc, *packed])
+        # an error the pass returns (a failed allocation's MemoryError) leaves the caller with
+        # it, as a direct call does (BaseContext.call_internal)
+        status = conv._get_return_status(builder, code, builder.load(exc))
+        with cgutils.if_unlikely(builder, status.is_error):
+            conv.return_status_propagate(builder, status)
         return context.get_dummy_value()
 
     return types.none(types.int64, *METRICS_ARGS), codegen
@@ -271,7 +277,7 @@ def metrics_into(met, z, correct, submask, p0, sum_p0c, row) -> None:  # noqa: A
     """In a kernel: :func:`_metrics` into ``row``, called through the address ``met``
     (:func:`call_metrics`) when ``met`` is an int64 and the arguments are :data:`METRICS_ARGS`,
     else directly (linked into the kernel: ``met`` None, or float32 logits). Decided at compile
-    time."""
+    time. An int64 ``met`` must be :func:`metrics_address`'s, never 0."""
     _metrics(z, correct, submask, p0, sum_p0c, row)
 
 

@@ -37,8 +37,7 @@ from .kcore import (
     _nonzero_below,
     _tally,
 )
-from .kernels import _count_tail, _first_counters, _log_counters
-from .kmetrics import call_metrics
+from .kernels import _count_tail, _first_row, _log_row
 from .records import I_ACTIVE, I_GROUPS, I_LOG, I_RESAMPLES, I_TOPT
 from .rng import next_uniform
 
@@ -146,7 +145,7 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
     :func:`~.kernels.run_steps`); ``sctab[t - t_base]``: Adam's scalars of step ``t``
     (:func:`adam_rows`); ``ad`` = None: SGD (the Adam code is not compiled), else True;
-    ``met``: the address of the metrics pass (:func:`~.kmetrics.metrics_address`).
+    ``met``: the address of the metrics pass (:func:`~.kmetrics.metrics_address`), or None.
     Strict IEEE arithmetic: the general loop's fast-math flags change none
     of its operations here (no sum of products to fuse, no reassociation)."""
     K = z.shape[0]
@@ -167,8 +166,7 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     state = np.empty(2, np.uint64)
     state[0] = key
     state[1] = c
-    # np.empty and loops, not np.zeros, and no min(): each overload Numba compiles for a first
-    # simulate costs 0.1-0.2 s of its cold start
+    # np.empty and loops, not np.zeros, and no min() (cold start: see kmetrics._metrics)
     cnt = np.empty(K, np.int64)
     touched = np.empty((N if N < K else K) + 1, np.int64)
     e = np.empty(K)
@@ -181,12 +179,8 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     pold = np.empty(1)
     ktails = tails[n_sub : 2 * n_sub]
     li = ints[I_LOG]
-    if step_lo == 0:  # row 0 (before any update) if it is logged (kernels._first_row)
-        li = 0
-        if log_steps[0] == 0:
-            call_metrics(met, z, correct, submask, prob.p0, prob.sum_p0c, out[0])
-            _first_counters(out[0], n_sub)
-            li = 1
+    if step_lo == 0:
+        li = _first_row(met, z, correct, submask, prob.p0, prob.sum_p0c, log_steps, out)
     groups = ints[I_GROUPS]
     active = ints[I_ACTIVE]
     resamples = ints[I_RESAMPLES]
@@ -237,8 +231,8 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
             cvec[k] = 0.0
             cnt[k] = 0
         if li < n_log and step == log_steps[li]:
-            call_metrics(met, z, correct, submask, prob.p0, prob.sum_p0c, out[li])
-            _log_counters(out[li], groups, active, resamples, tails, n_sub)
+            _log_row(met, z, correct, submask, prob.p0, prob.sum_p0c, out[li], groups, active,
+                     resamples, tails)  # fmt: skip
             groups = 0
             active = 0
             resamples = 0
@@ -300,7 +294,7 @@ def step_scalars(opt, ad, ints, K, step_lo, step_hi):
 def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out, met):
     """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
     runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled);
-    ``met``: the address of the metrics pass."""
+    ``met``: the address of the metrics pass, or None."""
     sctab, t_base = step_scalars(opt, ad, st.ints, st.z.shape[1], step_lo, step_hi)
     for r in range(st.z.shape[0]):
         run_small(

@@ -226,6 +226,16 @@ LANES = True
 #: ``bench_startup.py`` compiled the one-run kernel in 5.5 s CPU, its first simulate took 12 s);
 #: a call from Python costs about 30 us.
 DIRECT_RUNS = 16
+#: whether the run loops call the metrics pass through its address (``kmetrics.metrics_into``),
+#: compiled beside them on a cold start (``sim/beside.py``), or link it in (tests compare both)
+METRICS_BY_ADDRESS = True
+
+
+def _compile(kernel, args: tuple) -> None:  # noqa: ANN001 - a Numba dispatcher
+    """Compile ``kernel`` for the types of ``args`` (or load it: nothing if it is loaded)."""
+    import numba
+
+    kernel.compile(tuple(numba.typeof(a) for a in args))
 
 
 def _run_chunk(
@@ -267,7 +277,7 @@ def _run_chunk(
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
 
-        def one_run(r: int, sctab: np.ndarray, t_base: int, met: int) -> tuple:
+        def one_run(r: int, sctab: np.ndarray, t_base: int, met: int | None) -> tuple:
             """The arguments of ``ksmall.run_small`` for run ``r``."""
             return (
                 p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
@@ -280,18 +290,12 @@ def _run_chunk(
                 return np.zeros((1, 3)), 0
             return ksmall.step_scalars(op, ad, st.ints[lo:hi], K, step_lo, step_hi)
 
-        met = 0
-        if not (LANES and klanes.lanes_eligible(rec, st.z) and R // n_blocks(R) > DIRECT_RUNS):
-            # some block runs the one-run loop: it calls the metrics pass through its address;
-            # the loop compiles first (beside the pass, on a cold start; run_small_batch nests it)
-
-            def compile_loop() -> None:
-                import numba
-
-                sig = tuple(numba.typeof(a) for a in one_run(0, *scalars(0, 1), 0))
-                ksmall.run_small.compile(sig)
-
-            met = metrics_address(while_compiling=compile_loop)
+        met = None
+        all_lanes = LANES and klanes.lanes_eligible(rec, st.z) and R // n_blocks(R) > DIRECT_RUNS
+        if METRICS_BY_ADDRESS and not all_lanes:
+            # some block runs the one-run loop (run_small_batch nests it): it compiles first, for
+            # an int64 address (0 here: types only), beside the pass on a cold start
+            met = metrics_address(lambda: _compile(ksmall.run_small, one_run(0, *scalars(0, 1), 0)))
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS and LANES and klanes.lanes_eligible(rec, st.z):
@@ -312,7 +316,7 @@ def _run_chunk(
         dn = True if rec["tree"] is None else None  # None: the kernel compiles no dense code
         tr, sr = rec["tree"], rec["scheme"]
 
-        def one_run(r: int, met: int) -> tuple:
+        def one_run(r: int, met: int | None) -> tuple:
             """The arguments of ``kernels.run_steps`` for run ``r``."""
             return (
                 p, lg, al, op, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
@@ -320,15 +324,10 @@ def _run_chunk(
                 out[r], thr_out[r] if some else None, thr_step[r] if some else None, met,
             )  # fmt: skip
 
-        met = 0
-        if st.z.dtype == np.float64:  # (float32 logits: the kernel calls the pass directly)
-
-            def compile_loop() -> None:
-                import numba
-
-                kn.run_steps.compile(tuple(numba.typeof(a) for a in one_run(0, 0)))
-
-            met = metrics_address(while_compiling=compile_loop)
+        met = None
+        # float32 logits, and the threshold checks (kthresh), call the pass directly
+        if METRICS_BY_ADDRESS and st.z.dtype == np.float64 and not some:
+            met = metrics_address(lambda: _compile(kn.run_steps, one_run(0, 0)))
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
