@@ -49,7 +49,7 @@ _SPARSE = True
 
 def advantage_tables(cfg: PopulationConfig) -> tuple[np.ndarray, np.ndarray, bool]:
     """Per-X advantages of a correct / incorrect rollout, focal weight included (P-12, P-13)."""
-    from ..sim.runner import _zero_sum
+    from ..sim.backend import _zero_sum
 
     rc, rw = cfg.rewards
     sch = cfg.training_scheme()
