@@ -365,7 +365,6 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
                             z, correct, submask, p0, sum_p0c, thresholds, ti, step - 1, scratch,
                             thr_out, thr_step,
                         )  # fmt: skip
-                nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
         else:
             if thr_step is not None:
                 if track and wc + wcc >= (thresholds[ti] - THR_MARGIN) * tree[1]:
@@ -374,28 +373,28 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
                         thr_out, thr_step,
                     )  # fmt: skip
                     track = ti < n_thr
-            nd, X = _draw_tree(
-                tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo, r_hi
-            )
-        groups += 1
-        if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
-            active += 1
-            if n_sub > 0:
-                _count_tail(touched, nd, submask, hit, tails)
-        if dyn:  # dynamic sampling: redraw a group the filter drops (keep[X] == 0)
-            r = 0
-            while keep[X] == 0 and r < max_res:
-                _clear_counts(cnt, touched, nd)
-                if tr is None:
-                    if dn is not None:
-                        nd, X = _draw_v(
-                            sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc
-                        )
-                else:
-                    nd, X = _draw_tree(
-                        tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo, r_hi
-                    )
-                r += 1
+        # the group, then (dynamic sampling) redraws of a group the filter drops (keep[X] == 0):
+        # one call site per sampler (each is inlined: a second site compiled it twice)
+        r = 0
+        while True:
+            if tr is None:
+                if dn is not None:
+                    nd, X = _draw_v(sampler, e, S, cum, gaps, correct, N, state, cnt, touched, sc)
+            else:
+                nd, X = _draw_tree(
+                    tree, P, correct, N, state, cnt, touched, ub, jb, lanes, kd, r_lo, r_hi
+                )
+            if r == 0:
+                groups += 1
+                if 0 < X < N:  # an active group (mixed rewards, P-7): count its tail misses
+                    active += 1
+                    if n_sub > 0:
+                        _count_tail(touched, nd, submask, hit, tails)
+            if not dyn or keep[X] != 0 or r >= max_res:
+                break
+            _clear_counts(cnt, touched, nd)
+            r += 1
+        if dyn:
             resamples += r
             if 0 < X < N:  # the kept group is active: count it and its tail misses
                 tails[2 * n_sub] += 1

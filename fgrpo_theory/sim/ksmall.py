@@ -192,19 +192,21 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
             v = np.exp(z[i] - zmax)
             e[i] = v
             S += v
-        nd, X = _draw_small(e, cum, correct, N, state, cnt, touched)
-        groups += 1
-        if 0 < X < N:
-            active += 1
-            if n_sub > 0:
-                _count_tail(touched, nd, submask, hit, tails)
+        r = 0  # the group, then redraws of one the filter drops (one inlined call site)
+        while True:
+            nd, X = _draw_small(e, cum, correct, N, state, cnt, touched)
+            if r == 0:
+                groups += 1
+                if 0 < X < N:
+                    active += 1
+                    if n_sub > 0:
+                        _count_tail(touched, nd, submask, hit, tails)
+            if not dyn or keep[X] != 0 or r >= max_res:
+                break
+            for j in range(nd):
+                cnt[touched[j]] = 0
+            r += 1
         if dyn:
-            r = 0
-            while keep[X] == 0 and r < max_res:
-                for j in range(nd):
-                    cnt[touched[j]] = 0
-                nd, X = _draw_small(e, cum, correct, N, state, cnt, touched)
-                r += 1
             resamples += r
             if 0 < X < N:
                 tails[2 * n_sub] += 1
