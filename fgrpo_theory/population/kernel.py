@@ -25,14 +25,13 @@ by the next prompt's group in the epoch order, as a trainer fills its batch.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from ..sim._jit import (
     jit_elementwise,
     jit_exact,
     jit_fast,
     jit_fast_inline,
-    jit_parallel,
+    jit_run_fast,
 )
 from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes too)
     OPT_ADAM,
@@ -164,24 +163,26 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
     N = alg.N
     m = _max(z)
     S = _exp_p(z, e, m, cum)
-    nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
-    counts[C_GROUPS] += 1
-    if 0 < X < N:
-        counts[C_ACTIVE] += 1
-        if has_rare:
-            hit = False
-            for j in range(nd):
-                if rare_p[touched[j]]:
-                    hit = True
-            if not hit:
-                counts[C_TAIL] += 1
+    keep = alg.keep
+    r = 0  # the group, then redraws of one the filter drops (one inlined call site)
+    while True:
+        nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
+        if r == 0:
+            counts[C_GROUPS] += 1
+            if 0 < X < N:
+                counts[C_ACTIVE] += 1
+                if has_rare:
+                    hit = False
+                    for j in range(nd):
+                        if rare_p[touched[j]]:
+                            hit = True
+                    if not hit:
+                        counts[C_TAIL] += 1
+        if not alg.dyn or keep[X] != 0 or r >= alg.max_res:
+            break
+        _clear_counts(cnt, touched, nd)
+        r += 1
     if alg.dyn:
-        keep = alg.keep
-        r = 0
-        while keep[X] == 0 and r < alg.max_res:
-            _clear_counts(cnt, touched, nd)
-            nd, X = _draw_p(e, S, cum, pre, correct_p, N, state, cnt, touched)
-            r += 1
         counts[C_RESAMPLES] += r
     inv_s = 1.0 / S
     C = _coefficients(
@@ -191,7 +192,7 @@ def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched,
     return C, inv_s, nd, X
 
 
-@jit_fast
+@jit_run_fast
 def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
             key, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
             sparse, tab, out_p, out_c):  # fmt: skip
@@ -465,20 +466,21 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
             li += 1
 
 
-@jit_parallel
-def pop_batch(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-              keys, alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps, adam_per_prompt,
-              sparse, out_p, out_c):  # fmt: skip
-    """Runs ``r = 0 .. len(keys)-1`` in parallel (each run sequential on one thread)."""
-    T = steps * alg.inner
+def adam_table_of(
+    opt: int,
+    lr_prompt: float,
+    wd: float,
+    b1: float,
+    b2: float,
+    eps: float,
+    adam_per_prompt: bool,
+    T: int,
+) -> np.ndarray:
+    """The shared table of :func:`pop_run` for ``T`` optimizer steps (one Adam state over
+    all prompts, :func:`.kadam.adam_table`), or a 1x1 placeholder where it is not read."""
     if opt != OPT_SGD and lr_prompt > 0.0 and not adam_per_prompt and T <= MAX_TABLE:
-        tab = adam_table(lr_prompt, wd, opt == OPT_ADAMW, b1, b2, eps, T)
-    else:
-        tab = np.zeros((1, 2))
-    for r in prange(keys.shape[0]):
-        pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps, adv_c, adv_w,
-                keys[r], alg, sr, fill, opt, lr_shared, lr_prompt, wd, b1, b2, eps,
-                adam_per_prompt, sparse, tab, out_p[r], out_c[r])  # fmt: skip
+        return adam_table(lr_prompt, wd, opt == OPT_ADAMW, b1, b2, eps, T)
+    return np.zeros((1, 2))
 
 
 @jit_fast

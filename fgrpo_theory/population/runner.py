@@ -181,15 +181,35 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
     nt = old if threads is None else int(threads)
     numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
+        from ..sim.threads import compile_for, on_threads
+
+        tab = kn.adam_table_of(
+            opt, cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
+            cfg.adam_state == "per-prompt", cfg.steps * alg.inner,
+        )  # fmt: skip
+
+        def one_run(r: int) -> tuple:
+            """The arguments of ``kernel.pop_run`` for run ``r``."""
+            return (
+                theta0, phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B, cfg.steps,
+                log_steps, a_c, a_w, keys[r], alg, sr, fill, opt, cfg.lr_shared, cfg.lr_prompt,
+                cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
+                cfg.adam_state == "per-prompt", sparse, tab, out_p[r], out_c[r],
+            )  # fmt: skip
+
+        def block(lo: int, hi: int) -> None:
+            for r in range(lo, hi):
+                kn.pop_run(*one_run(r))
+
+        # runs on Python threads, one block each (pop_run releases the GIL), as the simulator
+        # does: no parallel kernel, whose parfor lowering and second optimization of everything
+        # pop_run calls were about a third of a cold start's compilation; compiled (or loaded)
+        # here first, not by the threads at once
+        compile_for(kn.pop_run, one_run(0))
         batch = R if progress is None else max(1, min(R, nt))
         for lo in range(0, R, batch):
             hi = min(R, lo + batch)
-            kn.pop_batch(
-                theta0, phi0, pop.correct, pop.rare, has_rare, n_train, cfg.B,
-                cfg.steps, log_steps, a_c, a_w, keys[lo:hi], alg, sr, fill, opt, cfg.lr_shared,
-                cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
-                cfg.adam_state == "per-prompt", sparse, out_p[lo:hi], out_c[lo:hi],
-            )  # fmt: skip
+            on_threads(lambda a, b, lo=lo: block(lo + a, lo + b), hi - lo)
             if progress is not None:
                 progress(hi, R)
     finally:

@@ -59,13 +59,12 @@ jit_fast = njit(fastmath=FM, **_COMMON)
 jit_fast_inline = njit(fastmath=FM, inline="always", **_COMMON)
 #: an element-wise loop that may reassociate (its only reduction, if any, is order-free)
 jit_elementwise = njit(fastmath=FM_EW, **_COMMON)
-#: the parallel loops over runs (prange; the population model's)
-jit_parallel = njit(parallel=True, fastmath=False, **_COMMON)
 #: a serial loop over a block of runs that releases the GIL: the simulator's batch kernels, run
 #: on Python threads, one block of runs each (``runner._run_chunk``). Not ``parallel=True``:
 #: Numba's parfor passes and their lowering were 22-35 % of a cold start's compilation.
 jit_batch = njit(nogil=True, fastmath=False, **_COMMON)
-#: the one-run kernels, also called run by run from Python threads (``runner.DIRECT_RUNS``)
+#: the one-run kernels, also called run by run from Python threads (``runner.DIRECT_RUNS``; the
+#: population model's ``pop_run`` always)
 jit_run_fast = njit(fastmath=FM, nogil=True, **_COMMON)
 jit_run_exact = njit(fastmath=False, nogil=True, **_COMMON)
 

@@ -189,13 +189,6 @@ DIRECT_RUNS = 16
 METRICS_BY_ADDRESS = True
 
 
-def _compile(kernel, args: tuple) -> None:  # noqa: ANN001 - a Numba dispatcher
-    """Compile ``kernel`` for the types of ``args`` (or load it: nothing if it is loaded)."""
-    import numba
-
-    kernel.compile(tuple(numba.typeof(a) for a in args))
-
-
 def _run_chunk(
     rec: dict,
     st,
@@ -230,7 +223,7 @@ def _run_chunk(
     from . import klanes, ksmall
     from .kcore import OPT_SGD
     from .kmetrics import metrics_address
-    from .threads import n_blocks, on_threads, rows
+    from .threads import compile_for, n_blocks, on_threads, rows
 
     ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
@@ -253,7 +246,9 @@ def _run_chunk(
         if METRICS_BY_ADDRESS and not all_lanes:
             # some block runs the one-run loop (run_small_batch nests it): it compiles first, for
             # an int64 address (0 here: types only), beside the pass on a cold start
-            met = metrics_address(lambda: _compile(ksmall.run_small, one_run(0, *scalars(0, 1), 0)))
+            met = metrics_address(
+                lambda: compile_for(ksmall.run_small, one_run(0, *scalars(0, 1), 0))
+            )
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS and LANES and klanes.lanes_eligible(rec, st.z):
@@ -285,7 +280,7 @@ def _run_chunk(
         met = None
         # float32 logits, and the threshold checks (kthresh), call the pass directly
         if METRICS_BY_ADDRESS and st.z.dtype == np.float64 and not some:
-            met = metrics_address(lambda: _compile(kn.run_steps, one_run(0, 0)))
+            met = metrics_address(lambda: compile_for(kn.run_steps, one_run(0, 0)))
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:

@@ -21,6 +21,14 @@ def n_blocks(R: int) -> int:
     return max(1, min(R, numba.get_num_threads()))
 
 
+def compile_for(kernel, args: tuple) -> None:  # noqa: ANN001 - a Numba dispatcher
+    """Compile ``kernel`` for the types of ``args``, or load it (nothing if it is loaded): done
+    before :func:`on_threads`, whose threads would otherwise all wait on the one compilation."""
+    import numba
+
+    kernel.compile(tuple(numba.typeof(a) for a in args))
+
+
 def on_threads(block, R: int) -> None:
     """``block(lo, hi)`` over ``R`` runs split in contiguous blocks, one per Numba thread
     (``numba.get_num_threads()``; the batch kernels release the GIL), this thread taking the
