@@ -182,22 +182,29 @@ def _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched):
     action, as kcore._walk stops there (:func:`_draw_blocks`).
     """
     K = e.shape[0]
-    nd = 0
-    X = 0
-    if K <= 16:  # kcore's branch-free count over the plain CDF
-        acc = 0.0
-        for i in range(K):
-            acc += e[i]
-            cum[i] = acc
-        for _ in range(N):
-            t = next_uniform(state) * acc
-            k = 0
-            for i in range(K - 1):
-                k += cum[i] <= t
-            nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
-        return nd, X
+    if K <= 16:
+        return _sample_iid_small(e, cum, correct, N, state, cnt, touched)
     nb, total = _block_prefix(e, cum, pre, K)
     return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
+
+
+@jit_fast_inline
+def _sample_iid_small(e, cum, correct, N, state, cnt, touched):
+    """:func:`_sample_iid_pre` for K <= 16: kcore's branch-free count over the plain CDF."""
+    K = e.shape[0]
+    nd = 0
+    X = 0
+    acc = 0.0
+    for i in range(K):
+        acc += e[i]
+        cum[i] = acc
+    for _ in range(N):
+        t = next_uniform(state) * acc
+        k = 0
+        for i in range(K - 1):
+            k += cum[i] <= t
+        nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
+    return nd, X
 
 
 @jit_fast
@@ -244,14 +251,20 @@ def _exp_p(z, e, m, cum):
 
 @jit_fast_inline
 def _draw_p(e, S, cum, pre, correct, N, state, cnt, touched):
-    """N i.i.d. draws; returns (distinct, X). Float32 reads the block CDF of :func:`_exp_p`
-    (kfloat._draw32 with the walk inside the block replaced as in :func:`_sample_iid_pre`)."""
+    """N i.i.d. draws; returns (distinct, X): :func:`_sample_iid_pre`'s. Float32 reads the
+    block CDF of :func:`_exp_p` (kfloat._draw32 with the walk inside the block replaced as in
+    :func:`_sample_iid_pre`). One call site of :func:`_draw_blocks` serves both precisions (each
+    inlined copy is typed and compiled again, the float32 branch's too)."""
+    K = e.shape[0]
     if _is_f32(e):  # kfloat._draw32's i.i.d. draws, the walk replaced as in float64
-        K = e.shape[0]
         _prefix_from_cum(e, cum, pre, K)
-        return _draw_blocks(e, cum, pre, (K + _BLOCK - 1) // _BLOCK, S, correct, N, state, cnt,
-                            touched)  # fmt: skip
-    return _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched)
+        nb = (K + _BLOCK - 1) // _BLOCK
+        total = S
+    elif K <= 16:
+        return _sample_iid_small(e, cum, correct, N, state, cnt, touched)
+    else:
+        nb, total = _block_prefix(e, cum, pre, K)
+    return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
 
 
 @jit_fast_inline
