@@ -136,15 +136,19 @@ def _catchup_flat(z, mm, vv, idx, n, t0, t1, wd, b1, b2, eps, tab, bz, bm, bv):
     strict IEEE arithmetic: the same bits (``tests/test_population.py``,
     ``benchmarks/bitcheck.py``)."""
     full = n == z.shape[0]
+    if full:  # a full row in place, else its elements with Adam state in the buffers
+        wz, wm, wv = z, mm, vv
+    else:
+        for j in range(n):
+            i = idx[j]
+            bz[j] = z[i]
+            bm[j] = mm[i]
+            bv[j] = vv[i]
+        wz, wm, wv = bz, bm, bv
+    # one call site: _steps_idle is inlined, both precisions' loops in each copy
+    _steps_idle(wz, wm, wv, n, t0, t1, wd, b1, b2, eps, tab)
     if full:
-        _steps_idle(z, mm, vv, n, t0, t1, wd, b1, b2, eps, tab)
         return
-    for j in range(n):
-        i = idx[j]
-        bz[j] = z[i]
-        bm[j] = mm[i]
-        bv[j] = vv[i]
-    _steps_idle(bz, bm, bv, n, t0, t1, wd, b1, b2, eps, tab)
     for j in range(n):
         i = idx[j]
         z[i] = bz[j]

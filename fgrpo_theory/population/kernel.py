@@ -54,7 +54,7 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
 from ..sim.kfloat import _is_f32
 from ..sim.rng import _mix64, new_stream, next_uniform
 from .kadam import MAX_TABLE, _adam_catchup, _adam_idle, adam_table
-from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_f32, _prompt_metrics_row, _sgd_p
+from .kfast import _adam_p, _draw_p, _exp_p, _metrics32_entry, _prompt_metrics_row, _sgd_p
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -119,7 +119,7 @@ def _log_all(theta, phi, correct, rare, zb, out_p):
         for i in range(theta.shape[0]):
             zb[i] = theta[i] + phi[p, i]
         if _is_f32(theta):  # float32 mode: the cheaper float64 metrics
-            _prompt_metrics_f32(zb, correct[p], rare[p], out_p[p], eb)
+            _metrics32_entry(theta, zb, correct[p], rare[p], out_p[p], eb)
         else:
             _prompt_metrics_row(zb, correct[p], rare[p], out_p[p])
 

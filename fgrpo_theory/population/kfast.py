@@ -21,6 +21,7 @@ that LLVM vectorizes it or so that fewer of them run per draw:
 from __future__ import annotations
 
 import numpy as np
+from numba.extending import overload
 
 from ..sim._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
 from ..sim.kcore import (
@@ -33,7 +34,7 @@ from ..sim.kcore import (
     _sum8,
     _tally,
 )
-from ..sim.kfloat import _adam32_entry, _exp32_entry, _is_f32, _sgd32_entry
+from ..sim.kfloat import _OPTS, _adam32_entry, _exp32_entry, _is32_type, _is_f32, _sgd32_entry
 from ..sim.rng import next_uniform
 
 _LOG2E = 1.4426950408889634  # the constants of kcore._vexp_shift
@@ -310,3 +311,24 @@ def _prompt_metrics_f32(z, correct, rare, row, e):
     row[1] = s3
     row[2] = s1
     row[3] = s4
+
+
+def _metrics32_entry(theta, z, correct, rare, row, e):  # pragma: no cover - compiled code only
+    raise NotImplementedError
+
+
+@overload(_metrics32_entry, jit_options=_OPTS)
+def _metrics32_entry_ov(theta, z, correct, rare, row, e):
+    """:func:`_prompt_metrics_f32` where ``theta`` is float32, else nothing: a float64 kernel
+    does not compile it (as kfloat's entries; 0.5-0.8 s of a cold population start)."""
+    if _is32_type(theta):
+
+        def impl(theta, z, correct, rare, row, e):
+            _prompt_metrics_f32(z, correct, rare, row, e)
+
+        return impl
+
+    def stub(theta, z, correct, rare, row, e):
+        return None
+
+    return stub
