@@ -35,6 +35,7 @@ from ..sim.kcore import (
     _tally,
 )
 from ..sim.kfloat import _OPTS, _adam32_entry, _exp32_entry, _is32_type, _is_f32, _sgd32_entry
+from ..sim.ksmall import _draw_small
 from ..sim.rng import next_uniform
 
 _LOG2E = 1.4426950408889634  # the constants of kcore._vexp_shift
@@ -184,28 +185,9 @@ def _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched):
     """
     K = e.shape[0]
     if K <= 16:
-        return _sample_iid_small(e, cum, correct, N, state, cnt, touched)
+        return _draw_small(e, cum, correct, N, state, cnt, touched)
     nb, total = _block_prefix(e, cum, pre, K)
     return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
-
-
-@jit_fast_inline
-def _sample_iid_small(e, cum, correct, N, state, cnt, touched):
-    """:func:`_sample_iid_pre` for K <= 16: kcore's branch-free count over the plain CDF."""
-    K = e.shape[0]
-    nd = 0
-    X = 0
-    acc = 0.0
-    for i in range(K):
-        acc += e[i]
-        cum[i] = acc
-    for _ in range(N):
-        t = next_uniform(state) * acc
-        k = 0
-        for i in range(K - 1):
-            k += cum[i] <= t
-        nd, X = _tally(_nonzero_below(e, k), nd, X, touched, cnt, correct)
-    return nd, X
 
 
 @jit_fast
@@ -262,7 +244,7 @@ def _draw_p(e, S, cum, pre, correct, N, state, cnt, touched):
         nb = (K + _BLOCK - 1) // _BLOCK
         total = S
     elif K <= 16:
-        return _sample_iid_small(e, cum, correct, N, state, cnt, touched)
+        return _draw_small(e, cum, correct, N, state, cnt, touched)
     else:
         nb, total = _block_prefix(e, cum, pre, K)
     return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
