@@ -13,7 +13,9 @@ Numba; that is checked and printed too. Issue 27's target: the import and first 
 a process with an empty cache under 5 s; the cold child also prints where that compilation went
 (Numba's per-kernel pipeline stages). The CPU time printed is the process's own, plus that of
 the helper process that compiles the metrics pass beside it on a cold start
-(``fgrpo_theory/sim/beside.py``).
+(``fgrpo_theory/sim/beside.py``). Shown too, not judged: the import and first
+``simulate_population`` of the default population config in a fresh process with its own empty
+cache (the population kernel's cold start).
 
 Run: ``python benchmarks/bench_compile.py``.
 """
@@ -70,12 +72,20 @@ print(json.dumps(dict(import_pkg=t1 - t0, import_sim=t2 - t1, dense=t3 - t2, tre
                       dense_cpu=dense_cpu, helper_cpu=helper_cpu, stages=stages)))
 """
 
+CHILD_POP = r"""
+import json, time
+t0 = time.perf_counter()
+from fgrpo_theory.population import PopulationConfig, simulate_population
+simulate_population(PopulationConfig())
+print(json.dumps(dict(population=time.perf_counter() - t0, cpu=time.process_time())))
+"""
 
-def run_child(cache_dir: str) -> dict:
+
+def run_child(cache_dir: str, child: str = CHILD) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     t0 = time.perf_counter()
     res = subprocess.run(
-        [sys.executable, "-c", CHILD], env=env, cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-c", child], env=env, cwd=REPO, capture_output=True, text=True
     )
     wall = time.perf_counter() - t0
     if res.returncode != 0:
@@ -91,6 +101,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fgrpo-numba-cache-") as cache:
         cold = run_child(cache)
         warms = [run_child(cache) for _ in range(3)]
+    with tempfile.TemporaryDirectory(prefix="fgrpo-numba-cache-") as cache:
+        pop = run_child(cache, CHILD_POP)
     skip = ("numba_loaded_by_package", "stages")
     warm = {k: min(w[k] for w in warms) for k in warms[0] if k not in skip}
     keys = [
@@ -115,6 +127,12 @@ def main() -> int:
             "< 5 s",
             "",
             first < 5.0,
+        )
+    )
+    rows.append(
+        Row(
+            "cold: import + first simulate_population(), default config",
+            f"{fmt_time(pop['population'])} (CPU {fmt_time(pop['cpu'])})",
         )
     )
     rows.append(
