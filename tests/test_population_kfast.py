@@ -15,7 +15,7 @@ import pytest
 from numba import njit
 
 from fgrpo_theory.population.kadam import _adam_catchup, _adam_idle, adam_table
-from fgrpo_theory.population.kfast import _draw_p, _exp_shift_v, _sample_iid_pre
+from fgrpo_theory.population.kfast import _draw_p, _exp_shift_v
 from fgrpo_theory.sim._jit import FM
 from fgrpo_theory.sim.kcore import (
     _adam_move,
@@ -41,8 +41,8 @@ def _both_exp(z):
 
 @njit(fastmath=FM, error_model="numpy")
 def _draws(e, correct, N, key, reps, new):
-    """Counts of ``reps`` groups, flattened, from kcore's sampler (``new`` 0) or the
-    population's: ``_sample_iid_pre`` (1) or ``_draw_p``, the one its kernel calls (2)."""
+    """Counts of ``reps`` groups from kcore's sampler (``new`` False) or the population
+    kernel's ``_draw_p`` (True), and each group's X."""
     K = e.shape[0]
     cum = np.empty(K)
     pre = np.empty(K)
@@ -52,10 +52,8 @@ def _draws(e, correct, N, key, reps, new):
     out = np.zeros((reps, K), np.int64)
     xs = np.zeros(reps, np.int64)
     for r in range(reps):
-        if new == 2:
+        if new:
             nd, X = _draw_p(e, e.sum(), cum, pre, correct, N, state, cnt, touched)
-        elif new == 1:
-            nd, X = _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched)
         else:
             nd, X = _sample_iid(e, cum, correct, N, state, cnt, touched)
         out[r] = cnt
@@ -78,10 +76,9 @@ def test_exp_and_sampler_equal_kcore_bit_for_bit(K):
         assert s1 == s2
         correct = (rng.random(K) < 0.3).astype(np.uint8)
         for N in (1, 8, 64):
-            a, xa = _draws(e1, correct, N, np.uint64(K * 7 + N), 300, 0)
-            for new in (1, 2):
-                b, xb = _draws(e1, correct, N, np.uint64(K * 7 + N), 300, new)
-                assert np.array_equal(a, b) and np.array_equal(xa, xb), new
+            a, xa = _draws(e1, correct, N, np.uint64(K * 7 + N), 300, False)
+            b, xb = _draws(e1, correct, N, np.uint64(K * 7 + N), 300, True)
+            assert np.array_equal(a, b) and np.array_equal(xa, xb)
 
 
 def test_sampler_follows_the_softmax():
@@ -91,7 +88,7 @@ def test_sampler_follows_the_softmax():
     z = rng.normal(size=K) * 2.0
     e = np.exp(z - z.max())
     p = e / e.sum()
-    cnt, _ = _draws(e, np.zeros(K, np.uint8), 4, np.uint64(11), reps, 2)
+    cnt, _ = _draws(e, np.zeros(K, np.uint8), 4, np.uint64(11), reps, True)
     freq = cnt.sum(axis=0) / (4 * reps)
     se = np.sqrt(p * (1 - p) / (4 * reps))
     assert np.all(np.abs(freq - p) < 5 * se + 1e-12)

@@ -10,9 +10,10 @@ that LLVM vectorizes it or so that fewer of them run per draw:
 * :func:`_exp_shift_v`: :func:`~fgrpo_theory.sim.kcore._exp_shift` with the scale ``2**n``
   built from the bits of ``n + 1.5 * 2**52`` (a register reinterpretation) instead of a
   float-to-int64 conversion, which has no AVX2 vector instruction and kept the loop scalar;
-* :func:`_sample_iid_pre`: :func:`~fgrpo_theory.sim.kcore._sample_iid` (K > 16) with the walk
+* :func:`_draw_p`: :func:`~fgrpo_theory.sim.kcore._sample_iid` (K > 16) with the walk
   inside a block replaced by a binary search over the block's running sums, computed once per
-  group in the walk's order (so the same sums decide the same action);
+  group in the walk's order (so the same sums decide the same action); K <= 16 takes
+  :func:`~fgrpo_theory.sim.ksmall._draw_small`, float32 logits the block CDF of :func:`_exp_p`;
 * :func:`_prompt_metrics_row`: the exact metrics with the compensated sums in registers.
 
 ``tests/test_population_kfast.py`` compares each with its counterpart bit for bit.
@@ -175,21 +176,6 @@ def _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched):
     return nd, X
 
 
-@jit_fast_inline
-def _sample_iid_pre(e, cum, pre, correct, N, state, cnt, touched):
-    """N i.i.d. draws by inverse CDF; returns (distinct, X): kcore._sample_iid bit for bit.
-
-    For K > 16: the same block CDF and binary search over blocks; inside the block the first
-    action whose running sum (:func:`_block_prefix`) exceeds the target, or the block's last
-    action, as kcore._walk stops there (:func:`_draw_blocks`).
-    """
-    K = e.shape[0]
-    if K <= 16:
-        return _draw_small(e, cum, correct, N, state, cnt, touched)
-    nb, total = _block_prefix(e, cum, pre, K)
-    return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
-
-
 @jit_fast
 def _prompt_metrics_row(z, correct, rare, row):
     """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z) into
@@ -234,10 +220,14 @@ def _exp_p(z, e, m, cum):
 
 @jit_fast_inline
 def _draw_p(e, S, cum, pre, correct, N, state, cnt, touched):
-    """N i.i.d. draws; returns (distinct, X): :func:`_sample_iid_pre`'s. Float32 reads the
-    block CDF of :func:`_exp_p` (kfloat._draw32 with the walk inside the block replaced as in
-    :func:`_sample_iid_pre`). One call site of :func:`_draw_blocks` serves both precisions (each
-    inlined copy is typed and compiled again, the float32 branch's too)."""
+    """N i.i.d. draws by inverse CDF; returns (distinct, X): kcore._sample_iid bit for bit.
+
+    For K > 16: the same block CDF and binary search over blocks; inside the block the first
+    action whose running sum (:func:`_block_prefix`) exceeds the target, or the block's last
+    action, as kcore._walk stops there (:func:`_draw_blocks`). Float32 reads the block CDF of
+    :func:`_exp_p` (kfloat._draw32 with the walk inside the block replaced the same way). One
+    call site of :func:`_draw_blocks` serves both precisions (each inlined copy is typed and
+    compiled again, the float32 branch's too)."""
     K = e.shape[0]
     if _is_f32(e):  # kfloat._draw32's i.i.d. draws, the walk replaced as in float64
         _prefix_from_cum(e, cum, pre, K)

@@ -113,7 +113,8 @@ def simulate_population(
     population : Population, optional
         Use these arrays instead of generating them from the config (tests, custom models).
     threads : int, optional
-        Numba threads for the loop over runs; results are bit-identical for any value.
+        Threads for the loop over runs (at most Numba's thread count, which is the default);
+        results are bit-identical for any value.
     progress : callable, optional
         ``progress(runs_done, runs_total)`` after each batch of runs.
     per_prompt : bool
