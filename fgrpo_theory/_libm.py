@@ -16,7 +16,8 @@ Each function calls the C library once per element: through :mod:`math` in a Pyt
 50 ns an element, so a million elements cost 0.05 s), or, for an array of at least
 :data:`JIT_MIN_SIZE` elements in a process that has Numba loaded, in the compiled loop of
 :mod:`fgrpo_theory._libm_loops` (the C library's routines again, 3-4x faster at a thousand
-elements; not compiled for fewer than :data:`JIT_COMPILE_MIN_SIZE` elements). Results
+elements; neither compiled nor read from the disk cache for fewer than
+:data:`JIT_COMPILE_MIN_SIZE` elements). Results
 equal NumPy's on a CPU without AVX-512, including NumPy's own special cases (``x ** 1`` and
 ``x ** 2``, which NumPy computes as ``x`` and ``x * x``).
 """
@@ -41,9 +42,10 @@ _EXP_MAX = 709.782712893384
 
 #: arrays of at least this many elements go through the compiled loops (when Numba is loaded)
 JIT_MIN_SIZE = 256
-#: ... if the loop is compiled already (in this process or the disk cache); else only arrays of
-#: at least this many (the Python loop takes 3 ms on them): compiling it takes 0.3 s, which a
-#: first simulate at K = 1,000 paid for 1,000 exps (the same values either way)
+#: ... if the loop is loaded in this process already; else only arrays of at least this many
+#: (the Python loop takes 3-9 ms on them): compiling it takes 0.3 s, which a first simulate at
+#: K = 1,000 paid for 1,000 exps, and even asking the disk cache for it takes 30 ms, which a
+#: warm one paid (the same values either way)
 JIT_COMPILE_MIN_SIZE = 65536
 
 
