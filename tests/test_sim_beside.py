@@ -127,3 +127,46 @@ def test_no_helper_on_one_core(monkeypatch):
     ran = []
     beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", lambda: ran.append(1))
     assert ran == [1] and started == []
+
+
+@pytest.mark.parametrize(
+    ("files", "quota"),
+    [
+        ({"cpu.max": "max 100000\n"}, None),  # cgroup v2, no limit
+        ({"cpu.max": "150000 100000\n"}, 1.5),  # docker --cpus=1.5
+        ({"cpu.max": "100000 100000\n"}, 1.0),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1
+        ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
+        ({"cpu/cpu.cfs_quota_us": "50000\n"}, None),  # no period: unreadable
+        ({"cpu.max": "lots of\n"}, None),
+        ({"cpu.max": b"\xff\xfe"}, None),
+        ({}, None),  # not Linux, or no cgroup mounted
+    ],
+)
+def test_cpu_quota_reads_the_container_limit(tmp_path, files, quota):
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+    assert beside.cpu_quota(tmp_path) == quota
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux affinity masks")
+def test_no_helper_under_a_one_cpu_quota(monkeypatch, tmp_path):
+    """Two cores in the affinity mask, a container limited to one CPU: no helper (it would only
+    take CPU time from this process)."""
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    monkeypatch.setattr(beside, "CGROUP", tmp_path)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert beside._cores() == 1.0
+    cores = beside._cores
+    started = _popen_spy(monkeypatch)
+    monkeypatch.setattr(beside, "_cores", cores)  # (the spy says 2)
+    ran = []
+    beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", lambda: ran.append(1))
+    assert ran == [1] and started == []
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert beside._cores() == 2

@@ -9,7 +9,8 @@ cache while this process compiles the other, then this process loads the helper'
 from the cache. It is the code this process would have compiled (the same interpreter, package,
 sources, environment and CPU: the cache's own checks), so the numbers are the same.
 
-The helper is started only where it can help: the process may run on two cores or more, kernels
+The helper is started only where it can help: the process may run on two cores or more (its
+affinity mask, and its container's CPU quota if one is set: :func:`cpu_quota`), kernels
 are cached in a folder (not the no-cache mode), and Python is not frozen into an application.
 This process prints the compile notice; the helper's output is discarded. A helper that fails,
 imports another copy of the package, or has not finished :data:`HELPER_SECONDS` after this
@@ -63,11 +64,40 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
             helper.wait()
 
 
-def _cores() -> int:
+#: Where a Linux container's CPU limit is read (cgroup v2 ``cpu.max``, else v1's quota files).
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def cpu_quota(root: Path | None = None) -> float | None:
+    """The CPUs the cgroup at ``root`` (default :data:`CGROUP`) may use on average: its CPU
+    quota over its period, as ``docker --cpus`` or a Kubernetes CPU limit sets it; None for no
+    limit, or none readable. A container limited to one CPU still sees every core of its host
+    in its affinity mask."""
+    root = CGROUP if root is None else root
     try:
-        return len(os.sched_getaffinity(0))
+        quota, _, period = (root / "cpu.max").read_text().partition(" ")
+    except (OSError, UnicodeDecodeError):
+        try:  # cgroup v1
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:  # "max" (v2): no limit
+        return None
+    return q / p if q > 0 and p > 0 else None  # v1 writes -1 for no limit
+
+
+def _cores() -> float:
+    """The CPUs this process may use: its affinity mask, or fewer under a cgroup CPU quota
+    (there a helper would only take CPU time from this process)."""
+    try:
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         return os.cpu_count() or 1
+    quota = cpu_quota()
+    return n if quota is None else min(n, quota)
 
 
 def _start(target: str) -> subprocess.Popen | None:
