@@ -16,8 +16,8 @@ Each function calls the C library once per element: through :mod:`math` in a Pyt
 50 ns an element, so a million elements cost 0.05 s), or, for an array of at least
 :data:`JIT_MIN_SIZE` elements in a process that has Numba loaded, in the compiled loop of
 :mod:`fgrpo_theory._libm_loops` (the C library's routines again, 3-4x faster at a thousand
-elements; neither compiled nor read from the disk cache for fewer than
-:data:`JIT_COMPILE_MIN_SIZE` elements). Results
+elements; not compiled for fewer than :data:`JIT_COMPILE_MIN_SIZE` elements, nor read from
+the disk cache for fewer than :data:`JIT_DISK_MIN_SIZE`). Results
 equal NumPy's on a CPU without AVX-512, including NumPy's own special cases (``x ** 1`` and
 ``x ** 2``, which NumPy computes as ``x`` and ``x * x``).
 """
@@ -42,11 +42,15 @@ _EXP_MAX = 709.782712893384
 
 #: arrays of at least this many elements go through the compiled loops (when Numba is loaded)
 JIT_MIN_SIZE = 256
-#: ... if the loop is loaded in this process already; else only arrays of at least this many
+#: ... if the loop is loaded in this process already, or (arrays of at least
+#: :data:`JIT_DISK_MIN_SIZE` elements) in the disk cache; else only arrays of at least this many
 #: (the Python loop takes 3-9 ms on them): compiling it takes 0.3 s, which a first simulate at
-#: K = 1,000 paid for 1,000 exps, and even asking the disk cache for it takes 30 ms, which a
-#: warm one paid (the same values either way)
+#: K = 1,000 paid for 1,000 exps (the same values either way)
 JIT_COMPILE_MIN_SIZE = 65536
+#: ... and the disk cache is asked (once per process: 30 ms) only for arrays of at least this
+#: many: a warm simulate at K = 1,000 paid the question for 1,000 exps (0.1 ms of Python loop),
+#: a warm population's 120 pass@k powers of 14,336 elements gain 20-50 ms from the loaded loop
+JIT_DISK_MIN_SIZE = 8192
 
 
 def _map(func, a: np.ndarray, k: float | None = None) -> np.ndarray:
@@ -60,7 +64,9 @@ def _map(func, a: np.ndarray, k: float | None = None) -> np.ndarray:
         from . import _libm_loops as lp
 
         loop = lp.pow_into if func is math.pow else lp.exp_into if func is math.exp else lp.log_into
-        if a.size < JIT_COMPILE_MIN_SIZE and not lp.ready(loop):
+        if a.size < JIT_COMPILE_MIN_SIZE and not lp.ready(
+            loop, ask_disk=a.size >= JIT_DISK_MIN_SIZE
+        ):
             loop = None
     if loop is not None:
         # one layout for the loops (contiguous, aligned, writeable: one compiled version)

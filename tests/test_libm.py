@@ -136,9 +136,11 @@ def _numpy_features() -> dict[str, bool]:
 
 
 def test_a_small_array_compiles_no_loop_but_uses_a_compiled_one(monkeypatch):
-    """Below ``JIT_COMPILE_MIN_SIZE`` elements the compiled loop is taken only if it is loaded
-    in this process already: a first simulate at K = 1,000 paid 0.3 s to compile it for 1,000
-    exps, a warm one 30 ms to ask the disk cache. The values are the C library's either way."""
+    """Below ``JIT_COMPILE_MIN_SIZE`` elements the compiled loop is taken only if calling it
+    compiles nothing (loaded, or in the disk cache, which is asked only from
+    ``JIT_DISK_MIN_SIZE`` elements): a first simulate at K = 1,000 paid 0.3 s to compile it for
+    1,000 exps, a warm one 30 ms to ask the disk cache. The values are the C library's either
+    way."""
     import numba  # noqa: F401 - the compiled loop is taken only where Numba is loaded
 
     from fgrpo_theory import _libm_loops as lp
@@ -149,15 +151,37 @@ def test_a_small_array_compiles_no_loop_but_uses_a_compiled_one(monkeypatch):
     real = lp.exp_into
     monkeypatch.setattr(lp, "exp_into", lambda x, out: calls.append(x.size) or real(x, out))
     x = np.linspace(-5.0, 5.0, 1000)
+    asked = []
     for ready, taken in ((False, []), (True, [1000])):
         calls.clear()
-        monkeypatch.setattr(lp, "ready", lambda loop, r=ready: r)
+        monkeypatch.setattr(
+            lp, "ready", lambda loop, ask_disk, r=ready: asked.append(ask_disk) or r
+        )
         assert np.array_equal(_libm.exp(x), _c(math.exp, x))
         assert calls == taken
-    monkeypatch.setattr(lp, "ready", lambda loop: False)
+    mid = np.linspace(-5.0, 5.0, _libm.JIT_DISK_MIN_SIZE)
+    assert np.array_equal(_libm.exp(mid), _c(math.exp, mid))
+    assert asked == [False, False, True]  # the disk is asked about the larger array only
+    monkeypatch.setattr(lp, "ready", lambda loop, ask_disk: False)
     calls.clear()
     big = np.linspace(-5.0, 5.0, _libm.JIT_COMPILE_MIN_SIZE)
     assert np.array_equal(_libm.exp(big), _c(math.exp, big))
     assert calls == [big.size]  # large enough to pay for compiling it
     monkeypatch.undo()
     assert lp.ready(lp.exp_into)  # loaded now: small arrays take it too
+
+
+def test_ready_asks_the_disk_cache_once_and_only_when_told(monkeypatch):
+    from fgrpo_theory import _libm_loops as lp
+    from fgrpo_theory import _numba_cache
+
+    class Unloaded:  # a loop with nothing compiled or loaded in this process
+        overloads: dict = {}
+
+    asked = []
+    monkeypatch.setattr(_numba_cache, "on_disk", lambda d, sig: asked.append(sig) or True)
+    monkeypatch.setattr(lp, "_on_disk", {})
+    loop = Unloaded()
+    assert lp.ready(loop) is False and asked == []
+    assert lp.ready(loop, ask_disk=True) is True and len(asked) == 1
+    assert lp.ready(loop, ask_disk=True) is True and len(asked) == 1  # remembered
