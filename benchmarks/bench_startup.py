@@ -15,9 +15,10 @@ Shown for reference, not judged: ``python -c "import numpy, pandas, numba"`` (th
 ``simulate`` needs: its wall time minus the reference's is the part of the start-up overhead no
 change in this package can remove), the same without pandas plus one tiny kernel of this package
 loaded from the disk cache and called (:func:`fgrpo_theory._libm_loops.exp_into` on 3 elements:
-what any command that runs a cached kernel pays, however little else it does; about as much as
-Numba's own loader, which rebuilds its whole target context, pays for a kernel of one line) and
-the warm ``simulate``'s overhead in CPU time.
+what any command that runs a cached kernel pays, however little else it does, plus about 0.03 s
+of this package's ``sim`` imports that its module pulls in; a process doing the same through
+Numba's own loader, which rebuilds its whole target context, took 0.3 s more) and the warm
+``simulate``'s overhead in CPU time.
 
 Targets are reported, never asserted (``met`` / ``MISSED``); the load average is printed before
 and after, since a loaded machine slows start-up (file system, imports) more than computing:

@@ -129,29 +129,51 @@ def test_no_helper_on_one_core(monkeypatch):
     assert ran == [1] and started == []
 
 
+_V1 = "4:cpu,cpuacct:/\n"  # a process's line of the v1 cpu hierarchy, at its top
+
+
 @pytest.mark.parametrize(
-    ("files", "quota"),
+    ("proc", "files", "quota"),
     [
-        ({"cpu.max": "max 100000\n"}, None),  # cgroup v2, no limit
-        ({"cpu.max": "150000 100000\n"}, 1.5),  # docker --cpus=1.5
-        ({"cpu.max": "100000 100000\n"}, 1.0),
-        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1
-        ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
-        ({"cpu/cpu.cfs_quota_us": "50000\n"}, None),  # no period: unreadable
-        ({"cpu.max": "lots of\n"}, None),
-        ({"cpu.max": b"\xff\xfe"}, None),
-        ({}, None),  # not Linux, or no cgroup mounted
+        ("0::/\n", {"cpu.max": "max 100000\n"}, None),  # cgroup v2, no limit
+        ("0::/\n", {"cpu.max": "max\n"}, None),
+        ("0::/\n", {"cpu.max": "150000 100000\n"}, 1.5),  # docker --cpus=1.5
+        ("0::/\n", {"cpu.max": "100000 100000\n"}, 1.0),
+        ("0::/\n", {"cpu.max": "lots of\n"}, None),
+        ("0::/\n", {"cpu.max": b"\xff\xfe"}, None),
+        # nested (systemd slices, a host's cgroup namespace): the smallest limit on the way up
+        ("0::/a/b\n", {"a/cpu.max": "50000 100000\n", "a/b/cpu.max": "max 100000\n"}, 0.5),
+        ("0::/a/b\n", {"cpu.max": "300000 100000", "a/b/cpu.max": "200000 100000\n"}, 2.0),
+        (_V1, {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        (_V1, {"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
+        (_V1, {"cpu/cpu.cfs_quota_us": "50000\n"}, None),  # no period: unreadable
+        # v1 mounted under the hierarchy's own name (no "cpu" link), the process in a container
+        (
+            "4:cpu,cpuacct:/docker/x\n",
+            {"cpu,cpuacct/docker/x/cpu.cfs_quota_us": "100000", "cpu,cpuacct/docker/x/"
+             "cpu.cfs_period_us": "100000"},
+            1.0,
+        ),
+        ("0::/\n" + _V1, {"cpu.max": "300000 100000\n", "cpu/cpu.cfs_quota_us": "100000\n",
+                          "cpu/cpu.cfs_period_us": "100000\n"}, 1.0),  # both: the smaller
+        (None, {"cpu.max": "100000 100000\n"}, 1.0),  # no /proc: the mount's top
+        (None, {}, None),  # not Linux, or no cgroup mounted
     ],
-)
-def test_cpu_quota_reads_the_container_limit(tmp_path, files, quota):
+)  # fmt: skip
+def test_cpu_quota_reads_the_cgroup_limit(tmp_path, proc, files, quota):
+    root = tmp_path / "cgroup"
+    root.mkdir()
     for name, text in files.items():
-        path = tmp_path / name
+        path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(text, bytes):
             path.write_bytes(text)
         else:
             path.write_text(text)
-    assert beside.cpu_quota(tmp_path) == quota
+    proc_file = tmp_path / "proc-self-cgroup"
+    if proc is not None:
+        proc_file.write_text(proc)
+    assert beside.cpu_quota(root, proc_file) == quota
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux affinity masks")
@@ -159,7 +181,9 @@ def test_no_helper_under_a_one_cpu_quota(monkeypatch, tmp_path):
     """Two cores in the affinity mask, a container limited to one CPU: no helper (it would only
     take CPU time from this process)."""
     (tmp_path / "cpu.max").write_text("100000 100000\n")
+    (tmp_path / "self-cgroup").write_text("0::/\n")
     monkeypatch.setattr(beside, "CGROUP", tmp_path)
+    monkeypatch.setattr(beside, "PROC_CGROUP", tmp_path / "self-cgroup")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert beside._cores() == 1.0
     cores = beside._cores

@@ -16,7 +16,9 @@ that LLVM vectorizes it or so that fewer of them run per draw:
   :func:`~fgrpo_theory.sim.ksmall._draw_small`, float32 logits the block CDF of :func:`_exp_p`;
 * :func:`_prompt_metrics_row`: the exact metrics with the compensated sums in registers.
 
-``tests/test_population_kfast.py`` compares each with its counterpart bit for bit.
+``tests/test_population_kfast.py`` compares each with its counterpart bit for bit (float64;
+the float32 mode is compared with float64 within its error in
+``tests/test_population_float32.py``).
 """
 
 from __future__ import annotations
