@@ -60,7 +60,11 @@ def population_cmd(
         help="Population draws of the same declared distribution: '0..15', '16..31' or '3,7' "
         "(several make a sweep over population_seed; overrides the config).",
     ),
-    threads: int | None = typer.Option(None, "--threads", help="Numba threads (default: all)."),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="Numba threads (default: one per CPU, at most a container's CPU limit).",
+    ),
     scheduler: str = opt.SCHEDULER_OPTION,
     out: Path | None = typer.Option(
         None,

@@ -151,7 +151,9 @@ def simulate_cmd(
     precision: str | None = _field(
         "--precision", "Dense-path arithmetic: float64 or float32 (see docs/precision.md)."
     ),
-    threads: int | None = _field("--threads", "Numba threads.", shown="all"),
+    threads: int | None = _field(
+        "--threads", "Numba threads.", shown="one per CPU, at most a container's CPU limit"
+    ),
     scheduler: str = SCHEDULER_OPTION,
     out: Path | None = _field(
         "--out", "Write all rows: .parquet/.csv file, or a folder for a sweep.", shown="none"

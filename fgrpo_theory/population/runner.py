@@ -113,8 +113,9 @@ def simulate_population(
     population : Population, optional
         Use these arrays instead of generating them from the config (tests, custom models).
     threads : int, optional
-        Threads for the loop over runs (at most Numba's thread count, which is the default);
-        results are bit-identical for any value.
+        Threads for the loop over runs, at most ``NUMBA_NUM_THREADS`` (default:
+        :func:`~fgrpo_theory.sim.threads.default_threads`, Numba's setting, at most the
+        process's cgroup CPU limit); results are bit-identical for any value.
     progress : callable, optional
         ``progress(runs_done, runs_total)`` after each batch of runs.
     per_prompt : bool
@@ -179,11 +180,11 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
         isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
     ):
         fail("threads", threads, "an integer >= 1")
-    nt = old if threads is None else int(threads)
+    from ..sim.threads import compile_for, default_threads, on_threads
+
+    nt = default_threads() if threads is None else int(threads)
     numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
-        from ..sim.threads import compile_for, on_threads
-
         tab = kn.adam_table_of(
             opt, cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,
             cfg.adam_state == "per-prompt", cfg.steps * alg.inner,

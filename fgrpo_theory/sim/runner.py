@@ -355,9 +355,10 @@ def simulate(
     config : SimConfig
         The experiment (already validated).
     threads : int, optional
-        Threads for the loop over runs (default: Numba's current setting, which this sets for
-        the call; each thread runs a block of runs in a kernel that releases the GIL). Results
-        are bit-identical for any value.
+        Threads for the loop over runs, set for the call (default: Numba's current setting,
+        at most the process's cgroup CPU limit while that setting is Numba's own default, see
+        :func:`.threads.default_threads`; each thread runs a block of runs in a kernel that
+        releases the GIL). Results are bit-identical for any value.
     progress : callable, optional
         Called as ``progress(runs_done, runs_total)`` after each chunk of steps (``runs_done``
         counts finished fractions of runs, rounded down).
@@ -424,8 +425,9 @@ def simulate(
         fail("config", config, "a SimConfig")
     cfg = config
     from .budget import check_budget
+    from .threads import default_threads
 
-    nt0 = numba.get_num_threads() if threads is None else max(1, int(threads))
+    nt0 = default_threads() if threads is None else max(1, int(threads))
     check_budget(cfg, nt0)  # refuse before allocating anything
     a = prepare(cfg)
     rec = build_records(cfg, a)
@@ -439,13 +441,12 @@ def simulate(
     thr_out = np.full((R, n_thr, n_met), np.nan)
     thr_step = np.full((R, n_thr), -1, dtype=np.int64)
     old_threads = numba.get_num_threads()
-    nt = old_threads if threads is None else int(threads)
-    if threads is not None:
-        if nt < 1:
-            from .._validate import fail
+    nt = nt0 if threads is None else int(threads)
+    if nt < 1:
+        from .._validate import fail
 
-            fail("threads", threads, ">= 1")
-        numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+        fail("threads", threads, ">= 1")
+    numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
     try:
         from .budget import plan_chunks
         from .records import new_state
@@ -472,8 +473,7 @@ def simulate(
                 if progress is not None:
                     progress(lo + ((hi - lo) * s_hi) // cfg.steps, R)
     finally:
-        if threads is not None:
-            numba.set_num_threads(old_threads)
+        numba.set_num_threads(old_threads)
 
     run = np.repeat(np.arange(R), n_log)
     cols: dict[str, object] = {

@@ -13,6 +13,27 @@ def rows(st, lo: int, hi: int):
     return type(st)(*(a[lo:hi] for a in st))
 
 
+def default_threads() -> int:
+    """Threads of a run whose caller names none: Numba's current setting (one per CPU of the
+    affinity mask, ``NUMBA_NUM_THREADS``, or what ``numba.set_num_threads`` set), but at most
+    the process's cgroup CPU limit rounded up (:func:`.beside.cpu_quota`) while that setting is
+    Numba's untouched default: a container limited to 2 CPUs on a 64-core host sees 64 CPUs in
+    its affinity mask, and 64 threads there would only wait for their share of 2 CPUs (and each
+    holds a block's buffers). Results are bit-identical for any thread count."""
+    import math
+    import os
+
+    import numba
+
+    nt = numba.get_num_threads()
+    if "NUMBA_NUM_THREADS" in os.environ or nt != numba.config.NUMBA_NUM_THREADS:
+        return nt  # chosen by the user
+    from .beside import cpu_quota
+
+    quota = cpu_quota()
+    return nt if quota is None else max(1, min(nt, math.ceil(quota)))
+
+
 def n_blocks(R: int) -> int:
     """How many blocks :func:`on_threads` splits ``R`` runs into (their sizes differ by one at
     most)."""
