@@ -104,9 +104,9 @@ def _exp_shift_v(z, e, m):
 
 
 @jit_fast_inline
-def _block_prefix(e, cum, pre, K):
-    """Block CDF ``cum[b]`` (as kcore._sample_iid builds it) and the running sums inside the
-    blocks (:func:`_prefix_from_cum`). Returns (number of blocks, total)."""
+def _block_cum(e, cum, K):
+    """Block CDF ``cum[b]`` (as kcore._sample_iid builds it). Returns (number of blocks,
+    total)."""
     nb = (K + _BLOCK - 1) // _BLOCK
     acc = 0.0
     for b in range(nb):
@@ -114,7 +114,6 @@ def _block_prefix(e, cum, pre, K):
         hi = min(lo + _BLOCK, K)
         acc += _sum8(e[lo:hi])
         cum[b] = acc
-    _prefix_from_cum(e, cum, pre, K)
     return nb, acc
 
 
@@ -224,21 +223,22 @@ def _exp_p(z, e, m, cum):
 def _draw_p(e, S, cum, pre, correct, N, state, cnt, touched):
     """N i.i.d. draws by inverse CDF; returns (distinct, X): kcore._sample_iid bit for bit.
 
-    For K > 16: the same block CDF and binary search over blocks; inside the block the first
-    action whose running sum (:func:`_block_prefix`) exceeds the target, or the block's last
-    action, as kcore._walk stops there (:func:`_draw_blocks`). Float32 reads the block CDF of
-    :func:`_exp_p` (kfloat._draw32 with the walk inside the block replaced the same way). One
-    call site of :func:`_draw_blocks` serves both precisions (each inlined copy is typed and
-    compiled again, the float32 branch's too)."""
+    For K > 16: the same block CDF (:func:`_block_cum`) and binary search over blocks; inside
+    the block the first action whose running sum (:func:`_prefix_from_cum`) exceeds the target,
+    or the block's last action, as kcore._walk stops there (:func:`_draw_blocks`). Float32
+    reads the block CDF of :func:`_exp_p` (kfloat._draw32 with the walk inside the block
+    replaced the same way). One call site of :func:`_prefix_from_cum` and of
+    :func:`_draw_blocks` serves both precisions (each inlined copy is typed and compiled again,
+    the float32 branch's too, although LLVM then drops it from a float64 kernel)."""
     K = e.shape[0]
     if _is_f32(e):  # kfloat._draw32's i.i.d. draws, the walk replaced as in float64
-        _prefix_from_cum(e, cum, pre, K)
         nb = (K + _BLOCK - 1) // _BLOCK
         total = S
     elif K <= 16:
         return _draw_small(e, cum, correct, N, state, cnt, touched)
     else:
-        nb, total = _block_prefix(e, cum, pre, K)
+        nb, total = _block_cum(e, cum, K)
+    _prefix_from_cum(e, cum, pre, K)
     return _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched)
 
 
