@@ -55,7 +55,8 @@ _announced = False
 
 #: The one line printed to stderr when a kernel of the package is compiled (not loaded from the
 #: cache) for the first time in a process. Measured cold on the 2-core machine (28 Nov 2026): a
-#: first simulate 4-5 s, a first population 15-17 s.
+#: first simulate 4-8 s (the machine's speed varies by a third within an hour), a first
+#: population 14-20 s.
 COMPILE_NOTICE = (
     "fgrpo-theory: compiling the simulator kernels (first run only, 5-20 s; "
     "then cached in {where})..."
