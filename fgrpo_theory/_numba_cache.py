@@ -58,7 +58,7 @@ _announced = False
 #: first simulate 4-8 s (the machine's speed varies by a third within an hour), a first
 #: population 14-20 s.
 COMPILE_NOTICE = (
-    "fgrpo-theory: compiling the simulator kernels (first run only, 5-20 s; "
+    "fgrpo-theory: compiling the simulator kernels (first run only, 4-20 s; "
     "then cached in {where})..."
 )
 

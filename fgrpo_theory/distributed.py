@@ -94,7 +94,9 @@ def limit_numba_threads(n: int | None) -> int:
     import numba
 
     if n is not None:
-        numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+        from .sim.threads import choose_threads
+
+        return choose_threads(n)  # (a choice: simulate does not cap it at a CPU limit)
     return numba.get_num_threads()
 
 

@@ -7,8 +7,8 @@ import numba
 import pytest
 
 from fgrpo_theory.population import PopulationConfig, simulate_population
-from fgrpo_theory.sim import SimConfig, beside, simulate
-from fgrpo_theory.sim.threads import default_threads
+from fgrpo_theory.sim import SimConfig, beside, simulate, threads
+from fgrpo_theory.sim.threads import choose_threads, default_threads
 
 CORES = numba.config.NUMBA_NUM_THREADS
 
@@ -17,18 +17,21 @@ needs_two = pytest.mark.skipif(CORES < 2, reason="Numba's default is one thread 
 
 @pytest.fixture
 def cgroup(monkeypatch, tmp_path):
-    """``limit(text)`` writes a cgroup v2 ``cpu.max`` this process reads as its own."""
+    """``limit(text)`` writes a cgroup v2 ``cpu.max`` this process reads as its own; Numba's
+    count is its default meanwhile, and the count before is restored after."""
     (tmp_path / "self-cgroup").write_text("0::/\n")
     monkeypatch.setattr(beside, "CGROUP", tmp_path)
     monkeypatch.setattr(beside, "PROC_CGROUP", tmp_path / "self-cgroup")
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    monkeypatch.delattr(threads._chosen, "count", raising=False)
+    before = numba.get_num_threads()
     numba.set_num_threads(CORES)
 
     def limit(text: str) -> None:
         (tmp_path / "cpu.max").write_text(text)
 
     yield limit
-    numba.set_num_threads(CORES)
+    numba.set_num_threads(before)
 
 
 @needs_two
@@ -57,6 +60,42 @@ def test_a_users_choice_is_kept_under_a_limit(cgroup, monkeypatch):
     numba.set_num_threads(CORES - 1)  # set in the process: below the default, kept
     cgroup("max 100000\n")
     assert default_threads() == CORES - 1
+
+
+@needs_two
+def test_a_count_chosen_in_numbas_config_or_for_a_dask_task_is_kept(cgroup, monkeypatch):
+    cgroup("100000 100000\n")
+    assert default_threads() == 1
+    # NUMBA_NUM_THREADS from Numba's config file (no environment variable): not its default
+    with monkeypatch.context() as m:
+        m.setattr(numba.config, "NUMBA_DEFAULT_NUM_THREADS", CORES + 1)
+        assert default_threads() == CORES
+    assert default_threads() == 1
+    assert choose_threads(CORES) == CORES  # a Dask sweep's threads per task
+    assert default_threads() == CORES
+    numba.set_num_threads(CORES)  # the same count, set without choose_threads: kept too
+    assert default_threads() == CORES
+    threads._chosen.count = None
+    assert default_threads() == 1  # (Numba's default count, not chosen: capped)
+
+
+@needs_two
+def test_numbas_setting_is_restored_when_a_run_fails(cgroup):
+    cgroup("100000 100000\n")
+    numba.set_num_threads(CORES - 1 if CORES > 2 else 2)
+    before = numba.get_num_threads()
+
+    def stop(done: int, total: int) -> None:
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        simulate(SimConfig(K=6, N=4, steps=20, seeds=2), progress=stop)
+    assert numba.get_num_threads() == before
+    with pytest.raises(ValueError, match=r"^threads must be an integer >= 1; got True$"):
+        simulate(SimConfig(K=6, N=4, steps=20, seeds=2), threads=True)
+    with pytest.raises(ValueError, match=r"^threads must be an integer >= 1; got 0$"):
+        simulate(SimConfig(K=6, N=4, steps=20, seeds=2), threads=0)
+    assert numba.get_num_threads() == before
 
 
 @needs_two

@@ -63,7 +63,8 @@ def population_cmd(
     threads: int | None = typer.Option(
         None,
         "--threads",
-        help="Numba threads (default: one per CPU, at most a container's CPU limit).",
+        help="Numba threads (default: Numba's count, one per CPU unless NUMBA_NUM_THREADS is "
+        "set; then at most the process's cgroup CPU limit, such as a container's).",
     ),
     scheduler: str = opt.SCHEDULER_OPTION,
     out: Path | None = typer.Option(

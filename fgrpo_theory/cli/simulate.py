@@ -152,7 +152,10 @@ def simulate_cmd(
         "--precision", "Dense-path arithmetic: float64 or float32 (see docs/precision.md)."
     ),
     threads: int | None = _field(
-        "--threads", "Numba threads.", shown="one per CPU, at most a container's CPU limit"
+        "--threads",
+        "Numba threads (by default at most the process's cgroup CPU limit, such as a "
+        "container's, unless NUMBA_NUM_THREADS is set).",
+        shown="Numba's count: one per CPU",
     ),
     scheduler: str = SCHEDULER_OPTION,
     out: Path | None = _field(
@@ -249,6 +252,7 @@ def simulate_cmd(
     import pandas as pd
 
     from ..sim.budget import check_budget
+    from ..sim.threads import default_threads
 
     # a sweep's --out folder is created here and removed again if the run fails before writing
     folder = ResultFolder(out, len(cfgs))
@@ -258,7 +262,7 @@ def simulate_cmd(
 
             check_output_path(output)
         for c in cfgs:  # refuse before compiling or allocating anything
-            check_budget(c, 1 if threads is None else threads)
+            check_budget(c, default_threads() if threads is None else threads)
         show = _est_seconds(cfgs) > _BAR_SECONDS
         try:
             if with_thr:
@@ -328,9 +332,10 @@ def _run_controls(
 
     from ..fair import run_comparison, summarize_comparison
     from ..sim.budget import check_budget
+    from ..sim.threads import default_threads
 
     for cfg in cfgs:  # refuse before any run
-        check_budget(cfg, 1 if threads is None else threads)
+        check_budget(cfg, default_threads() if threads is None else threads)
     keys = [k for k in _SUMMARY_KEYS if len({getattr(c, k) for c in cfgs}) > 1]
     rows, sums = [], []
     for i, cfg in enumerate(cfgs):

@@ -114,8 +114,9 @@ def simulate_population(
         Use these arrays instead of generating them from the config (tests, custom models).
     threads : int, optional
         Threads for the loop over runs, at most ``NUMBA_NUM_THREADS`` (default:
-        :func:`~fgrpo_theory.sim.threads.default_threads`, Numba's setting, at most the
-        process's cgroup CPU limit); results are bit-identical for any value.
+        :func:`~fgrpo_theory.sim.threads.default_threads`: Numba's setting, at most the
+        process's cgroup CPU limit while that setting is Numba's own default); results are
+        bit-identical for any value.
     progress : callable, optional
         ``progress(runs_done, runs_total)`` after each batch of runs.
     per_prompt : bool

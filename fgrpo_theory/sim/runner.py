@@ -355,8 +355,9 @@ def simulate(
     config : SimConfig
         The experiment (already validated).
     threads : int, optional
-        Threads for the loop over runs, set for the call (default: Numba's current setting,
-        at most the process's cgroup CPU limit while that setting is Numba's own default, see
+        Threads for the loop over runs, an integer >= 1, set for the call (at most
+        ``NUMBA_NUM_THREADS``; default: Numba's current setting, at most the process's cgroup
+        CPU limit while that setting is Numba's own default, see
         :func:`.threads.default_threads`; each thread runs a block of runs in a kernel that
         releases the GIL). Results are bit-identical for any value.
     progress : callable, optional
@@ -427,8 +428,15 @@ def simulate(
     from .budget import check_budget
     from .threads import default_threads
 
-    nt0 = default_threads() if threads is None else max(1, int(threads))
-    check_budget(cfg, nt0)  # refuse before allocating anything
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
+    ):
+        from .._validate import fail
+
+        fail("threads", threads, "an integer >= 1")
+    # the threads that run: at most Numba's pool
+    nt = default_threads() if threads is None else min(int(threads), numba.config.NUMBA_NUM_THREADS)
+    check_budget(cfg, nt)  # refuse before allocating anything
     a = prepare(cfg)
     rec = build_records(cfg, a)
     R = cfg.n_runs
@@ -441,12 +449,7 @@ def simulate(
     thr_out = np.full((R, n_thr, n_met), np.nan)
     thr_step = np.full((R, n_thr), -1, dtype=np.int64)
     old_threads = numba.get_num_threads()
-    nt = nt0 if threads is None else int(threads)
-    if nt < 1:
-        from .._validate import fail
-
-        fail("threads", threads, ">= 1")
-    numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(nt)
     try:
         from .budget import plan_chunks
         from .records import new_state

@@ -13,20 +13,45 @@ def rows(st, lo: int, hi: int):
     return type(st)(*(a[lo:hi] for a in st))
 
 
+#: per Python thread: the Numba thread count last set by :func:`choose_threads` (a choice,
+#: never capped by :func:`default_threads`)
+_chosen = threading.local()
+
+
+def choose_threads(n: int) -> int:
+    """Set this Python thread's Numba thread count to ``n`` (at most ``NUMBA_NUM_THREADS``) as
+    a choice that :func:`default_threads` keeps (``numba.set_num_threads`` to Numba's default
+    count cannot be told from the default); returns the count set."""
+    import numba
+
+    nt = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(nt)
+    _chosen.count = nt
+    return nt
+
+
 def default_threads() -> int:
-    """Threads of a run whose caller names none: Numba's current setting (one per CPU of the
-    affinity mask, ``NUMBA_NUM_THREADS``, or what ``numba.set_num_threads`` set), but at most
-    the process's cgroup CPU limit rounded up (:func:`.beside.cpu_quota`) while that setting is
-    Numba's untouched default: a container limited to 2 CPUs on a 64-core host sees 64 CPUs in
-    its affinity mask, and 64 threads there would only wait for their share of 2 CPUs (and each
-    holds a block's buffers). Results are bit-identical for any thread count."""
+    """Threads of a run whose caller names none: Numba's current setting, but at most the
+    process's cgroup CPU limit rounded up (:func:`.beside.cpu_quota`) while that setting is
+    Numba's own default (one per CPU of the affinity mask): a container limited to 2 CPUs on a
+    64-core host sees 64 CPUs in its affinity mask, and 64 threads there would only wait for
+    their share of 2 CPUs (and each holds a block's buffers). A count set through
+    ``NUMBA_NUM_THREADS`` (at Numba's import), Numba's config file or :func:`choose_threads`
+    is kept; one set with ``numba.set_num_threads`` is kept unless it equals Numba's default.
+    Results are bit-identical for any thread count."""
     import math
     import os
 
     import numba
 
     nt = numba.get_num_threads()
-    if "NUMBA_NUM_THREADS" in os.environ or nt != numba.config.NUMBA_NUM_THREADS:
+    config = numba.config
+    if (
+        nt != config.NUMBA_NUM_THREADS
+        or config.NUMBA_NUM_THREADS != config.NUMBA_DEFAULT_NUM_THREADS
+        or "NUMBA_NUM_THREADS" in os.environ
+        or getattr(_chosen, "count", None) == nt
+    ):
         return nt  # chosen by the user
     from .beside import cpu_quota
 
