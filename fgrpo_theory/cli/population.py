@@ -63,8 +63,8 @@ def population_cmd(
     threads: int | None = typer.Option(
         None,
         "--threads",
-        help="Numba threads (default: Numba's count, one per CPU unless NUMBA_NUM_THREADS is "
-        "set; then at most the process's cgroup CPU limit, such as a container's).",
+        help="Numba threads (default: one per CPU, at most the process's cgroup CPU limit, such "
+        "as a container's; NUMBA_NUM_THREADS sets it instead).",
     ),
     scheduler: str = opt.SCHEDULER_OPTION,
     out: Path | None = typer.Option(
