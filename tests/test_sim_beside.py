@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fgrpo_theory.sim import beside
+from fgrpo_theory.sim import beside, cpus
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -173,7 +173,7 @@ def test_cpu_quota_reads_the_cgroup_limit(tmp_path, proc, files, quota):
     proc_file = tmp_path / "proc-self-cgroup"
     if proc is not None:
         proc_file.write_text(proc)
-    assert beside.cpu_quota(root, proc_file) == quota
+    assert cpus.cpu_quota(root, proc_file) == quota
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux affinity masks")
@@ -182,8 +182,8 @@ def test_no_helper_under_a_one_cpu_quota(monkeypatch, tmp_path):
     take CPU time from this process)."""
     (tmp_path / "cpu.max").write_text("100000 100000\n")
     (tmp_path / "self-cgroup").write_text("0::/\n")
-    monkeypatch.setattr(beside, "CGROUP", tmp_path)
-    monkeypatch.setattr(beside, "PROC_CGROUP", tmp_path / "self-cgroup")
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path)
+    monkeypatch.setattr(cpus, "PROC_CGROUP", tmp_path / "self-cgroup")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert beside._cores() == 1.0
     cores = beside._cores

@@ -7,7 +7,7 @@ import numba
 import pytest
 
 from fgrpo_theory.population import PopulationConfig, simulate_population
-from fgrpo_theory.sim import SimConfig, beside, simulate, threads
+from fgrpo_theory.sim import SimConfig, cpus, simulate, threads
 from fgrpo_theory.sim.threads import choose_threads, default_threads
 
 CORES = numba.config.NUMBA_NUM_THREADS
@@ -20,8 +20,8 @@ def cgroup(monkeypatch, tmp_path):
     """``limit(text)`` writes a cgroup v2 ``cpu.max`` this process reads as its own; Numba's
     count is its default meanwhile, and the count before is restored after."""
     (tmp_path / "self-cgroup").write_text("0::/\n")
-    monkeypatch.setattr(beside, "CGROUP", tmp_path)
-    monkeypatch.setattr(beside, "PROC_CGROUP", tmp_path / "self-cgroup")
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path)
+    monkeypatch.setattr(cpus, "PROC_CGROUP", tmp_path / "self-cgroup")
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     monkeypatch.delattr(threads._chosen, "count", raising=False)
     before = numba.get_num_threads()

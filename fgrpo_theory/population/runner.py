@@ -176,15 +176,11 @@ def _run(cfg: PopulationConfig, pop: Population, threads, progress):
     theta0, phi0 = pop.theta0, pop.phi0
     if cfg.precision == "float32":
         theta0, phi0 = _float32_logits(cfg, pop, a_c, a_w)
-    old = numba.get_num_threads()
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
-    ):
-        fail("threads", threads, "an integer >= 1")
-    from ..sim.threads import compile_for, default_threads, on_threads
+    from ..sim.threads import compile_for, on_threads, run_threads
 
-    nt = default_threads() if threads is None else int(threads)
-    numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+    nt = run_threads(threads)
+    old = numba.get_num_threads()
+    numba.set_num_threads(nt)
     try:
         tab = kn.adam_table_of(
             opt, cfg.lr_prompt, cfg.weight_decay, cfg.beta1, cfg.beta2, cfg.adam_eps,

@@ -426,16 +426,9 @@ def simulate(
         fail("config", config, "a SimConfig")
     cfg = config
     from .budget import check_budget
-    from .threads import default_threads
+    from .threads import run_threads
 
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1
-    ):
-        from .._validate import fail
-
-        fail("threads", threads, "an integer >= 1")
-    # the threads that run: at most Numba's pool
-    nt = default_threads() if threads is None else min(int(threads), numba.config.NUMBA_NUM_THREADS)
+    nt = run_threads(threads)  # the threads that run
     check_budget(cfg, nt)  # refuse before allocating anything
     a = prepare(cfg)
     rec = build_records(cfg, a)

@@ -32,7 +32,7 @@ def choose_threads(n: int) -> int:
 
 def default_threads() -> int:
     """Threads of a run whose caller names none: Numba's current setting, but at most the
-    process's cgroup CPU limit rounded up (:func:`.beside.cpu_quota`) while that setting is
+    process's cgroup CPU limit rounded up (:func:`.cpus.cpu_quota`) while that setting is
     Numba's own default (one per CPU of the affinity mask): a container limited to 2 CPUs on a
     64-core host sees 64 CPUs in its affinity mask, and 64 threads there would only wait for
     their share of 2 CPUs (and each holds a block's buffers). A count set through
@@ -53,10 +53,26 @@ def default_threads() -> int:
         or getattr(_chosen, "count", None) == nt
     ):
         return nt  # chosen by the user
-    from .beside import cpu_quota
+    from .cpus import cpu_quota
 
     quota = cpu_quota()
     return nt if quota is None else max(1, min(nt, math.ceil(quota)))
+
+
+def run_threads(threads) -> int:  # noqa: ANN001 - what the caller passed
+    """The threads a run uses for its caller's ``threads``: :func:`default_threads` for None,
+    else the integer, at most ``NUMBA_NUM_THREADS`` (no more run); anything but an integer >= 1
+    is refused (``ValueError`` naming ``threads``)."""
+    import numba
+    import numpy as np
+
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1:
+        from .._validate import fail
+
+        fail("threads", threads, "an integer >= 1")
+    return min(int(threads), numba.config.NUMBA_NUM_THREADS)
 
 
 def n_blocks(R: int) -> int:
