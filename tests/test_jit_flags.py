@@ -45,8 +45,8 @@ print(hashlib.sha256(z.tobytes() + mm.tobytes() + vv.tobytes()).hexdigest())
 def test_every_flavour_sets_fastmath():
     from fgrpo_theory.sim import _jit as jit
 
-    for name in ("jit_exact", "jit_exact_inline", "jit_fast", "jit_fast_inline", "jit_elementwise",
-                 "jit_batch", "jit_run_fast", "jit_run_exact"):  # fmt: skip
+    for name in ("jit_exact", "jit_exact_inline", "jit_fast", "jit_fast_inline", "jit_fast_leaf",
+                 "jit_elementwise", "jit_batch", "jit_run_fast", "jit_run_exact"):  # fmt: skip
         f = getattr(jit, name)(lambda x: x)
         assert "fastmath" in f.targetoptions, name
 

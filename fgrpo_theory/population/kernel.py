@@ -31,6 +31,7 @@ from ..sim._jit import (
     jit_exact,
     jit_fast,
     jit_fast_inline,
+    jit_fast_leaf,
     jit_run_fast,
 )
 from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes too)
@@ -148,7 +149,7 @@ def _next_prompt(perm, pos, ostate, inbatch, drawn):
             return p, pos
 
 
-@jit_fast
+@jit_fast_leaf
 def _group_gradient(z, e, cum, correct_p, rare_p, has_rare, state, cnt, touched, cvec, pre,
                     adv_c, adv_w, alg, counts, pold):  # fmt: skip
     """Sample one group of prompt ``z``; fill ``cvec`` (c_k = n_k A_k s_k); return

@@ -55,10 +55,18 @@ jit_exact = njit(fastmath=False, **_COMMON)
 jit_exact_inline = njit(fastmath=False, inline="always", **_COMMON)
 #: a compiled function with the safe fast-math flags (per-run kernels, metrics)
 jit_fast = njit(fastmath=FM, **_COMMON)
+#: a compiled function that allocates no array, without reference counting: Numba increfs every
+#: array argument at a call's entry and decrefs it at its exit (atomic operations, which the
+#: reference-count pruning pass leaves in a function with loops and several exits: 13 % of the
+#: default population kernel); ``_nrt=False`` is Numba's own switch for that (a private option),
+#: and an allocation in such a function fails to compile. Its callees are inlined or leaf
+#: functions too (a compiled callee that does not set the option inherits it, as fastmath)
+jit_fast_leaf = njit(fastmath=FM, _nrt=False, **_COMMON)
 #: a small per-step helper inlined into the caller
 jit_fast_inline = njit(fastmath=FM, inline="always", **_COMMON)
-#: an element-wise loop that may reassociate (its only reduction, if any, is order-free)
-jit_elementwise = njit(fastmath=FM_EW, **_COMMON)
+#: an element-wise loop that may reassociate (its only reduction, if any, is order-free); it
+#: allocates nothing and counts no references (see ``jit_fast_leaf``)
+jit_elementwise = njit(fastmath=FM_EW, _nrt=False, **_COMMON)
 #: a serial loop over a block of runs that releases the GIL: the simulator's batch kernels, run
 #: on Python threads, one block of runs each (``runner._run_chunk``). Not ``parallel=True``:
 #: Numba's parfor passes and their lowering were 22-35 % of a cold start's compilation.
