@@ -1,10 +1,10 @@
 """Hash the outputs of a fixed set of configs (both simulators, every kernel path) so a kernel
 change can be checked bit for bit: ``python benchmarks/bitcheck.py > before.txt``, change, run
-again, ``diff``; ``--dump DIR`` also saves each simulator config's columns to ``DIR/<name>.npz``
-(to measure a stated change: ``benchmarks/bitdiff.py``). Covers the dense and sum-tree paths,
+again, ``diff``; ``--dump DIR`` also saves each config's columns to ``DIR/<name>.npz`` (to
+measure a stated change: ``benchmarks/bitdiff.py``). Covers the dense and sum-tree paths,
 both samplers, SGD / Adam / AdamW, inner updates with clipping (PPO, CISPO, dual clip), dynamic
 sampling, float32, table schemes, the dense path at small K, and the population model (sparse
-and eager Adam, SGD, inner updates, fill)."""
+and eager Adam, SGD, inner updates, fill, float32)."""
 
 from __future__ import annotations
 
@@ -114,6 +114,19 @@ POP = {
         ds_fill="next-prompt",
         log_every=10,
     ),  # fmt: skip
+    "pop_f32_sgd": dict(
+        P=16,
+        P_test=4,
+        K=20,
+        B=4,
+        steps=30,
+        seeds=2,
+        optimizer="sgd",
+        lr_shared=0.5,
+        lr_prompt=0.5,
+        precision="float32",
+        log_every=10,
+    ),  # fmt: skip
     "pop_perprompt_pkpo": dict(
         P=16,
         P_test=4,
@@ -156,7 +169,10 @@ def main() -> None:
     for name, kw in POP.items():
         df = simulate_population(PopulationConfig(**kw), per_prompt=True)
         cols = [c for c in df.columns if df[c].dtype.kind in "fiub"]
-        print(name, _digest([df[c].to_numpy() for c in cols]))
+        ints = [df[c].to_numpy() for c in cols if df[c].dtype.kind in "iub"]
+        print(name, _digest([df[c].to_numpy() for c in cols]), "draws", _digest(ints))
+        if dump:
+            np.savez(os.path.join(dump, f"{name}.npz"), **{c: df[c].to_numpy() for c in cols})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Measure a stated change of the simulator's outputs: compare two ``bitcheck.py --dump`` folders
+"""Measure a stated change of the simulators' outputs: compare two ``bitcheck.py --dump`` folders
 config by config and column by column (largest absolute and relative difference, number of
 differing values; integer columns must be equal). Not a timing benchmark.
 

@@ -4,8 +4,8 @@
 vectorizable scale, running sums searched instead of walked); ``population.kadam`` tables the
 Adam scalars and replays idle steps in contiguous buffers. Each is compared here with the
 ``sim.kcore`` function it replaces (written independently, for another simulator) on random
-inputs over the sizes where their code paths branch; the metrics are checked against the
-single-prompt simulator in ``test_population_kernel.py``.
+inputs over the sizes where their code paths branch. The metrics pass is checked against mpmath
+here and against the single-prompt simulator in ``test_population_kernel.py``.
 """
 
 from __future__ import annotations
@@ -134,3 +134,43 @@ def test_adam_catchup_and_idle_equal_per_step_updates(T):
     _adam_catchup(*full, np.arange(K), K, 1, 6, 0.01, 0.0, False, 0.9, 0.999, 1e-8, tab, *buf)
     for a, b in zip(full, want, strict=True):
         assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("K", [1, 7, 8, 20, 64, 301])
+def test_metrics_pass_against_mpmath(K):
+    """The population's metrics (mu, rare mass, entropy, sum of -log p over the rare correct
+    strategies) against mpmath at 50 digits from the same float64 logits, with probabilities
+    down to 1e-15 and one at exactly 0 in float64 (a logit 800 below the largest), and an empty
+    rare set (exact zeros)."""
+    import mpmath
+
+    from fgrpo_theory.population.kfast import _prompt_metrics_row
+
+    mpmath.mp.dps = 50
+    rng = np.random.default_rng(K)
+    z = rng.normal(0.0, 3.0, K)
+    z[: K // 3] -= 30.0
+    if K > 2:
+        z[1] = z.max() - 800.0
+    correct = (rng.random(K) < 0.5).astype(np.uint8)
+    correct[0] = 1
+    K8 = (K + 7) // 8 * 8
+    for rare in ((rng.random(K) < 0.5).astype(np.uint8) & correct, np.zeros(K, np.uint8)):
+        row = np.full(4, np.nan)
+        _prompt_metrics_row(z, correct, rare, row, np.empty(K8), np.empty((4, K8)), np.empty(64))
+        zz = [mpmath.mpf(float(x)) for x in z]
+        lse = mpmath.log(mpmath.fsum(mpmath.exp(x) for x in zz))
+        lp = [x - lse for x in zz]
+        p = [mpmath.exp(x) for x in lp]
+        cr = [i for i in range(K) if correct[i] and rare[i]]
+        ref = [
+            mpmath.fsum(p[i] for i in range(K) if correct[i]),
+            mpmath.fsum(p[i] for i in cr),
+            -mpmath.fsum(p[i] * lp[i] for i in range(K)),
+            -mpmath.fsum(lp[i] for i in cr),
+        ]
+        for j in range(4):
+            # a few ulps: the exps (<= 1.01 ulp each), log S and the final roundings
+            assert abs(row[j] - float(ref[j])) <= 8e-16 * abs(float(ref[j])), (j, row[j], ref[j])
+        if not rare.any():
+            assert row[1] == 0.0 and row[3] == 0.0

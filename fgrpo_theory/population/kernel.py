@@ -52,10 +52,9 @@ from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes
     _regularizer_coefficients,
     _sgd,
 )
-from ..sim.kfloat import _is_f32
 from ..sim.rng import _mix64, new_stream, next_uniform
 from .kadam import MAX_TABLE, _adam_catchup, _adam_idle, adam_table
-from .kfast import _adam_p, _draw_p, _exp_p, _metrics32_entry, _prompt_metrics_row, _sgd_p
+from .kfast import _adam_p, _draw_p, _exp_p, _prompt_metrics_row, _sgd_p
 
 ORDER_SALT = np.uint64(0x5851F42D4C957F2D)  # key of the batch-order stream: mix64(key ^ salt)
 
@@ -112,17 +111,17 @@ def _scratch(K, N, like):
 @jit_fast
 def _log_all(theta, phi, correct, rare, zb, out_p):
     """Per-prompt metrics (mu, rare mass, entropy, sum of -log p over rare correct strategies;
-    compensated sums in the single-prompt simulator's order, so mu and the entropy equal its
-    ``q_pos`` and ``entropy`` bit for bit on the same logits) of every prompt into ``out_p``.
-    Float32 logits: :func:`~.kfast._prompt_metrics_f32` on their float64 values."""
-    eb = np.empty(theta.shape[0] if _is_f32(theta) else 1)
+    :func:`~.kfast._prompt_metrics_row`, the simulator's metrics arithmetic) of every prompt into
+    ``out_p``, from the float64 values of its logits (float32 ones widened)."""
+    K = theta.shape[0]
+    K8 = (K + 7) // 8 * 8
+    e = np.empty(K8)
+    T = np.empty((4, K8))
+    lanes = np.empty(64)
     for p in range(phi.shape[0]):
-        for i in range(theta.shape[0]):
+        for i in range(K):
             zb[i] = theta[i] + phi[p, i]
-        if _is_f32(theta):  # float32 mode: the cheaper float64 metrics
-            _metrics32_entry(theta, zb, correct[p], rare[p], out_p[p], eb)
-        else:
-            _prompt_metrics_row(zb, correct[p], rare[p], out_p[p])
+        _prompt_metrics_row(zb, correct[p], rare[p], out_p[p], e, T, lanes)
 
 
 @jit_exact

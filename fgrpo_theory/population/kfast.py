@@ -1,4 +1,4 @@
-"""Faster forms of the simulator's primitives for the population kernel, same results bit for bit.
+"""Faster forms of the simulator's primitives for the population kernel, and its metrics pass.
 
 The population kernel calls the softmax exp, the i.i.d. sampler and the exact metrics once per
 prompt visit at a few dozen to a few hundred strategies, where the simulator's forms (tuned for
@@ -14,30 +14,35 @@ that LLVM vectorizes it or so that fewer of them run per draw:
   inside a block replaced by a binary search over the block's running sums, computed once per
   group in the walk's order (so the same sums decide the same action); K <= 16 takes
   :func:`~fgrpo_theory.sim.ksmall._draw_small`, float32 logits the block CDF of :func:`_exp_p`;
-* :func:`_prompt_metrics_row`: the exact metrics with the compensated sums in registers.
+* :func:`_prompt_metrics_row` (not bit for bit with anything: the logged metrics): the
+  simulator's metrics arithmetic (:mod:`fgrpo_theory.sim.kmetrics`: one vectorized exp per
+  logit, every sum compensated) with its TwoSum lanes in vector registers (:func:`_tsum8`).
 
 ``tests/test_population_kfast.py`` compares each with its counterpart bit for bit (float64;
 the float32 mode is compared with float64 within its error in
-``tests/test_population_float32.py``).
+``tests/test_population_float32.py``) and the metrics pass with mpmath.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba.extending import overload
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from ..sim._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline, jit_fast_leaf
+from ..sim._jit import _f64_bits, _f64_from_bits, jit_fast_inline, jit_fast_leaf
 from ..sim.kcore import (
     _BLOCK,
     _adam,
-    _kadd2,
     _max,
     _nonzero_below,
     _sgd,
     _sum8,
     _tally,
 )
-from ..sim.kfloat import _OPTS, _adam32_entry, _exp32_entry, _is32_type, _is_f32, _sgd32_entry
+from ..sim.kfloat import _adam32_entry, _exp32_entry, _is_f32, _sgd32_entry
+from ..sim.kmetrics import _vexp_block
 from ..sim.ksmall import _draw_small
 from ..sim.rng import next_uniform
 
@@ -181,32 +186,117 @@ def _draw_blocks(e, cum, pre, nb, total, correct, N, state, cnt, touched):
     return nd, X
 
 
+_F64C = types.Array(types.float64, 1, "C")
+
+
+@intrinsic
+def _tsum8(typingctx, vs, n, out):
+    """Compensated sums of the arrays of the tuple ``vs``, each over ``[0, n)`` (``n`` a multiple
+    of 8, at most every array's length): array ``s``'s element ``i`` goes to lane ``i % 8`` of
+    an 8-lane vector by TwoSum (``a + x = t + err`` exactly, the errors summed in a second
+    vector); the lanes go to ``out[16 s : 16 s + 8]``, the errors to ``out[16 s + 8 : 16 s +
+    16]`` (:func:`_fold8`). Written as vector IR: LLVM does not vectorize a TwoSum over lanes
+    held in registers, and lanes in memory cost a store and a load per element. The arrays'
+    chains run side by side in one loop. No fast-math flag reaches these additions but the
+    enclosing function's (``FM``: no reassociation, and there is no product to contract)."""
+    if not (
+        isinstance(vs, types.UniTuple)
+        and vs.dtype == _F64C
+        and isinstance(n, types.Integer)
+        and out == _F64C
+    ):
+        return None
+    R = vs.count
+
+    def codegen(context, builder, signature, args):
+        tup, nv, outv = args
+        intp = context.get_value_type(types.intp)
+        vty = ir.VectorType(ir.DoubleType(), 8)
+        zero = ir.Constant(vty, None)
+        data = [
+            context.make_array(_F64C)(context, builder, builder.extract_value(tup, s)).data
+            for s in range(R)
+        ]
+        lanes = [cgutils.alloca_once_value(builder, zero) for _ in range(2 * R)]
+        stop = context.cast(builder, nv, signature.args[1], types.intp)
+        step = ir.Constant(intp, 8)
+        with cgutils.for_range_slice(builder, ir.Constant(intp, 0), stop, step, intp) as (i, _):
+            for s in range(R):
+                src = builder.bitcast(builder.gep(data[s], [i]), vty.as_pointer())
+                x = builder.load(src, align=8)
+                a = builder.load(lanes[2 * s])
+                t = builder.fadd(a, x)
+                b = builder.fsub(t, a)
+                err = builder.fadd(builder.fsub(a, builder.fsub(t, b)), builder.fsub(x, b))
+                builder.store(t, lanes[2 * s])
+                builder.store(builder.fadd(builder.load(lanes[2 * s + 1]), err), lanes[2 * s + 1])
+        o = context.make_array(_F64C)(context, builder, outv).data
+        for k in range(2 * R):
+            dst = builder.bitcast(builder.gep(o, [ir.Constant(intp, 8 * k)]), vty.as_pointer())
+            builder.store(builder.load(lanes[k]), dst, align=8)
+        return context.get_dummy_value()
+
+    return types.none(vs, n, out), codegen
+
+
+@jit_fast_inline
+def _fold8(out, s):
+    """The value of sum ``s`` of :func:`_tsum8`: its 8 lanes folded by TwoSum in lane order,
+    then the errors added."""
+    a = 0.0
+    c = 0.0
+    for j in range(8):
+        x = out[16 * s + j]
+        t = a + x
+        b = t - a
+        c += (a - (t - b)) + (x - b)
+        a = t
+    for j in range(8):
+        c += out[16 * s + 8 + j]
+    return a + c
+
+
 @jit_fast_leaf
-def _prompt_metrics_row(z, correct, rare, row):
+def _prompt_metrics_row(z, correct, rare, row, e, T, lanes):
     """mu, rare mass, entropy and sum of -log p over rare correct strategies of softmax(z) into
-    ``row[0:4]``: the population kernel's former ``_prompt_metrics`` bit for bit (the same
-    Neumaier sums in the same order, held in registers instead of arrays)."""
+    ``row[0:4]``, with the arithmetic of the simulator's metrics pass (:mod:`fgrpo_theory.sim.
+    kmetrics`): ``e = exp(z - max z)`` by the vectorized polynomial (<= 1.01 ulp), ``p = e / S``,
+    ``log p = (z - max z) - log S``, and every sum compensated (:func:`_tsum8`), so each is
+    accurate to about one ulp of its value whatever K. Scratch: ``e`` of ``K8`` (K rounded up to
+    a multiple of 8), ``T`` of (4, ``K8``), ``lanes`` of 64. Until issue 27 the pass called
+    libm's exp twice per logit and summed with branchy Neumaier updates (2.9x the time at K =
+    64, 4.9x at K = 640); the metrics moved in their last bits (docs/precision.md)."""
     K = z.shape[0]
+    K8 = e.shape[0]
     m = _max(z)
-    s0 = 0.0
-    c0 = 0.0
+    _vexp_block(z, e, m, K)
+    for i in range(K, K8):
+        e[i] = 0.0
+    _tsum8((e,), K8, lanes)
+    S = _fold8(lanes, 0)
+    inv_s = 1.0 / S
+    ls = np.log(S)
+    t0 = T[0]
+    t1 = T[1]
+    t2 = T[2]
+    t3 = T[3]
+    # one loop per sum: each writes one array, which LLVM vectorizes
     for i in range(K):
-        s0, c0 = _kadd2(s0, c0, np.exp(z[i] - m))
-    ls = np.log(s0 + c0)
-    s1 = c1 = s2 = c2 = s3 = c3 = s4 = c4 = 0.0
+        t0[i] = e[i] * inv_s if correct[i] != 0 else 0.0
     for i in range(K):
-        lp = z[i] - m - ls
-        p = np.exp(lp)
-        s1, c1 = _kadd2(s1, c1, -p * lp)
-        if correct[i]:
-            s2, c2 = _kadd2(s2, c2, p)
-            if rare[i]:
-                s3, c3 = _kadd2(s3, c3, p)
-                s4, c4 = _kadd2(s4, c4, -lp)
-    row[0] = s2 + c2
-    row[1] = s3 + c3
-    row[2] = s1 + c1
-    row[3] = s4 + c4
+        t1[i] = e[i] * inv_s if (correct[i] != 0) & (rare[i] != 0) else 0.0
+    for i in range(K):
+        t2[i] = -(e[i] * inv_s) * ((z[i] - m) - ls)
+    for i in range(K):
+        t3[i] = -((z[i] - m) - ls) if (correct[i] != 0) & (rare[i] != 0) else 0.0
+    for i in range(K, K8):
+        t0[i] = 0.0
+        t1[i] = 0.0
+        t2[i] = 0.0
+        t3[i] = 0.0
+    _tsum8((t0, t1, t2, t3), K8, lanes)
+    for s in range(4):
+        row[s] = _fold8(lanes, s)
 
 
 # Precision dispatchers of the population kernel (``precision = "float32"``): float32 logits
@@ -262,51 +352,3 @@ def _adam_p(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv):
         _adam32_entry(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
     else:
         _adam(z, e, inv_s, cvec, C, inv_n, lr, wd, dec, b1, b2, eps, t, mm, vv)
-
-
-@jit_fast
-def _prompt_metrics_f32(z, correct, rare, row, e):
-    """The metrics of :func:`_prompt_metrics_row` for the float32 mode, from float64 logits
-    ``z`` (the float32 ones, widened): one vectorized exp (:func:`_exp_shift_v`, <= 1 ulp) and
-    plain float64 sums instead of two libm exps and compensated sums per logit. Their relative
-    error (~K 1e-16) is far below the float32 logits' own (~6e-8)."""
-    K = z.shape[0]
-    m = _max(z)
-    S = _exp_shift_v(z, e, m)
-    ls = np.log(S)
-    inv = 1.0 / S
-    s1 = s2 = s3 = s4 = 0.0
-    for i in range(K):
-        p = e[i] * inv
-        lp = (z[i] - m) - ls
-        c = 1.0 if correct[i] else 0.0
-        r = c if rare[i] else 0.0
-        s1 -= p * lp
-        s2 += p * c
-        s3 += p * r
-        s4 -= lp * r
-    row[0] = s2
-    row[1] = s3
-    row[2] = s1
-    row[3] = s4
-
-
-def _metrics32_entry(theta, z, correct, rare, row, e):  # pragma: no cover - compiled code only
-    raise NotImplementedError
-
-
-@overload(_metrics32_entry, jit_options=_OPTS)
-def _metrics32_entry_ov(theta, z, correct, rare, row, e):
-    """:func:`_prompt_metrics_f32` where ``theta`` is float32, else nothing: a float64 kernel
-    does not compile it (as kfloat's entries; 0.5-0.8 s of a cold population start)."""
-    if _is32_type(theta):
-
-        def impl(theta, z, correct, rare, row, e):
-            _prompt_metrics_f32(z, correct, rare, row, e)
-
-        return impl
-
-    def stub(theta, z, correct, rare, row, e):
-        return None
-
-    return stub
