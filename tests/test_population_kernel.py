@@ -55,8 +55,8 @@ def _assert_same_as_simulator(sc, pc, pop):
     got = simulate_population(pc, population=pop, per_prompt=True)
     assert np.array_equal(got["step"].to_numpy(), ref["step"].to_numpy())
     # The runs are the same bit for bit (steps, groups, active counts below); the two metric
-    # passes sum differently (the simulator's vectorized TwoSum pass, the population's own
-    # Neumaier pass: docs/precision.md), so mu and entropy agree to a few ulps, not bit for bit.
+    # passes sum differently (TwoSum in 256 lanes in the simulator, in 8 lanes here; log1p of
+    # S - 1 here: docs/precision.md), so mu and entropy agree to a few ulps, not bit for bit.
     # A different trajectory moves them by far more than 1e-14.
     np.testing.assert_allclose(got["mu"].to_numpy(), ref["q_pos"].to_numpy(), rtol=1e-14, atol=0)
     np.testing.assert_allclose(

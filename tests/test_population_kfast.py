@@ -136,41 +136,65 @@ def test_adam_catchup_and_idle_equal_per_step_updates(T):
         assert a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("K", [1, 7, 8, 20, 64, 301])
-def test_metrics_pass_against_mpmath(K):
-    """The population's metrics (mu, rare mass, entropy, sum of -log p over the rare correct
-    strategies) against mpmath at 50 digits from the same float64 logits, with probabilities
-    down to 1e-15 and one at exactly 0 in float64 (a logit 800 below the largest), and an empty
-    rare set (exact zeros)."""
+def _metrics_oracle(z, correct, rare):
     import mpmath
 
-    from fgrpo_theory.population.kfast import _prompt_metrics_row
-
-    mpmath.mp.dps = 50
-    rng = np.random.default_rng(K)
-    z = rng.normal(0.0, 3.0, K)
-    z[: K // 3] -= 30.0
-    if K > 2:
-        z[1] = z.max() - 800.0
-    correct = (rng.random(K) < 0.5).astype(np.uint8)
-    correct[0] = 1
-    K8 = (K + 7) // 8 * 8
-    for rare in ((rng.random(K) < 0.5).astype(np.uint8) & correct, np.zeros(K, np.uint8)):
-        row = np.full(4, np.nan)
-        _prompt_metrics_row(z, correct, rare, row, np.empty(K8), np.empty((4, K8)), np.empty(64))
+    with mpmath.workdps(50):
         zz = [mpmath.mpf(float(x)) for x in z]
         lse = mpmath.log(mpmath.fsum(mpmath.exp(x) for x in zz))
         lp = [x - lse for x in zz]
         p = [mpmath.exp(x) for x in lp]
-        cr = [i for i in range(K) if correct[i] and rare[i]]
-        ref = [
-            mpmath.fsum(p[i] for i in range(K) if correct[i]),
-            mpmath.fsum(p[i] for i in cr),
-            -mpmath.fsum(p[i] * lp[i] for i in range(K)),
-            -mpmath.fsum(lp[i] for i in cr),
+        ok = [i for i in range(len(z)) if correct[i]]
+        cr = [i for i in ok if rare[i]]
+        return [
+            float(mpmath.fsum(p[i] for i in ok)),
+            float(mpmath.fsum(p[i] for i in cr)),
+            float(-mpmath.fsum(a * b for a, b in zip(p, lp, strict=True))),
+            float(-mpmath.fsum(lp[i] for i in cr)),
         ]
+
+
+@pytest.mark.parametrize("K", [1, 7, 8, 20, 64, 301, 20_000])
+@pytest.mark.parametrize("case", ["spread", "dominant"])
+def test_metrics_pass_against_mpmath(K, case):
+    """The population's metrics (mu, rare correct mass, entropy, sum of -log p over the rare
+    correct strategies) against mpmath at 50 digits from the same float64 logits: spread logits
+    with probabilities down to 1e-15 and one at exactly 0 in float64 (800 below the largest),
+    and a near-deterministic policy (the others 30 nats down, entropy 1e-11 to 1e-7, where
+    ``log`` of the rounded softmax sum is wrong from the 8th digit); rare marks on incorrect
+    strategies too (they do not count), and an empty rare set (exact zeros). At K = 20,000 a
+    plain float64 sum of the probabilities is off by about 1e-14: the sums must be compensated."""
+    from fgrpo_theory.population.kfast import _prompt_metrics_row
+
+    rng = np.random.default_rng(K)
+    if case == "spread":
+        z = rng.normal(0.0, 3.0, K)
+        z[: K // 3] -= 30.0
+        if K > 2:
+            z[1] = z.max() - 800.0
+    else:
+        z = rng.normal(-30.0, 0.5, K)
+        z[0] = 0.0
+    correct = (rng.random(K) < 0.5).astype(np.uint8)
+    correct[0] = 1
+    K8 = (K + 7) // 8 * 8
+    for rare in ((rng.random(K) < 0.5).astype(np.uint8), np.zeros(K, np.uint8)):
+        row = np.full(4, np.nan)
+        _prompt_metrics_row(z, correct, rare, row, np.empty(K8), np.empty((4, K8)), np.empty(64))
+        ref = _metrics_oracle(z, correct, rare)
         for j in range(4):
-            # a few ulps: the exps (<= 1.01 ulp each), log S and the final roundings
-            assert abs(row[j] - float(ref[j])) <= 8e-16 * abs(float(ref[j])), (j, row[j], ref[j])
+            # each term's relative error is a few ulps (exp <= 1.01 ulp, the division by the
+            # sum and the product's roundings) and the compensated sum adds about one: the
+            # terms are nonnegative, so the sum's relative error is below 8e-16
+            assert abs(row[j] - ref[j]) <= 8e-16 * abs(ref[j]), (j, row[j], ref[j])
         if not rare.any():
             assert row[1] == 0.0 and row[3] == 0.0
+
+
+def test_metrics_pass_refuses_short_scratch():
+    from fgrpo_theory.population.kfast import _prompt_metrics_row
+
+    z = np.zeros(5)
+    ok = np.ones(5, np.uint8)
+    with pytest.raises(ValueError, match="scratch"):
+        _prompt_metrics_row(z, ok, ok, np.empty(4), np.empty(5), np.empty((4, 8)), np.empty(64))
