@@ -86,58 +86,18 @@ SIM = {
         subsets={"rare": "1..99", "one": "1"},
     ),
 }
+#: the population configs' common size
+_POP = dict(P=16, P_test=4, K=32, B=4, steps=30, seeds=2, log_every=10)
 POP = {
-    "pop_adam": dict(P=16, P_test=4, K=32, B=4, steps=30, seeds=2, log_every=10),
-    "pop_sgd_inner": dict(
-        P=16,
-        P_test=4,
-        K=32,
-        B=4,
-        steps=30,
-        seeds=2,
-        optimizer="sgd",
-        lr_shared=0.5,
-        lr_prompt=0.5,
-        inner_updates=3,
-        log_every=10,
-    ),  # fmt: skip
+    "pop_adam": dict(_POP),
+    "pop_sgd_inner": dict(_POP, optimizer="sgd", lr_shared=0.5, lr_prompt=0.5, inner_updates=3),
     "pop_adamw_fill": dict(
-        P=16,
-        P_test=4,
-        K=32,
-        B=4,
-        steps=30,
-        seeds=2,
-        optimizer="adamw",
-        weight_decay=0.01,
-        dynamic_sampling="dapo",
-        ds_fill="next-prompt",
-        log_every=10,
-    ),  # fmt: skip
+        _POP, optimizer="adamw", weight_decay=0.01, dynamic_sampling="dapo", ds_fill="next-prompt"
+    ),
     "pop_f32_sgd": dict(
-        P=16,
-        P_test=4,
-        K=20,
-        B=4,
-        steps=30,
-        seeds=2,
-        optimizer="sgd",
-        lr_shared=0.5,
-        lr_prompt=0.5,
-        precision="float32",
-        log_every=10,
-    ),  # fmt: skip
-    "pop_perprompt_pkpo": dict(
-        P=16,
-        P_test=4,
-        K=32,
-        B=4,
-        steps=30,
-        seeds=2,
-        adam_state="per-prompt",
-        scheme="pkpo",
-        log_every=10,
-    ),  # fmt: skip
+        _POP, K=20, optimizer="sgd", lr_shared=0.5, lr_prompt=0.5, precision="float32"
+    ),
+    "pop_perprompt_pkpo": dict(_POP, adam_state="per-prompt", scheme="pkpo"),
 }
 
 
