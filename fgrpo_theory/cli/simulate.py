@@ -252,7 +252,7 @@ def simulate_cmd(
     import pandas as pd
 
     from ..sim.budget import check_budget
-    from ..sim.threads import default_threads
+    from ..sim.threads import run_threads
 
     # a sweep's --out folder is created here and removed again if the run fails before writing
     folder = ResultFolder(out, len(cfgs))
@@ -262,7 +262,7 @@ def simulate_cmd(
 
             check_output_path(output)
         for c in cfgs:  # refuse before compiling or allocating anything
-            check_budget(c, default_threads() if threads is None else threads)
+            check_budget(c, run_threads(threads))  # the threads that will run
         show = _est_seconds(cfgs) > _BAR_SECONDS
         try:
             if with_thr:
@@ -332,10 +332,10 @@ def _run_controls(
 
     from ..fair import run_comparison, summarize_comparison
     from ..sim.budget import check_budget
-    from ..sim.threads import default_threads
+    from ..sim.threads import run_threads
 
     for cfg in cfgs:  # refuse before any run
-        check_budget(cfg, default_threads() if threads is None else threads)
+        check_budget(cfg, run_threads(threads))
     keys = [k for k in _SUMMARY_KEYS if len({getattr(c, k) for c in cfgs}) > 1]
     rows, sums = [], []
     for i, cfg in enumerate(cfgs):
