@@ -68,7 +68,7 @@ from fgrpo_theory.cli._main import main
 code = main(["simulate", "--K", "6", "--N", "8", "--steps", "5", "--seeds", "1",
              "--threads", "1"])
 heavy = ["pydantic", "numba.np.arraymath", "scipy.linalg", "array_api_compat.numpy",
-         "matplotlib", "scipy.stats", "torch"]
+         "matplotlib", "scipy.stats", "torch", "pandas", "pyarrow"]
 print(code, *[m for m in heavy if m in sys.modules])
 """
 
@@ -76,7 +76,8 @@ print(code, *[m for m in heavy if m in sys.modules])
 def test_a_warm_simulate_imports_no_pydantic_scipy_linalg_or_numba_registries(tmp_path):
     """Run twice in fresh processes: the second finds its kernels in the cache; loading them
     must not install Numba's lowering registries (which import scipy.linalg) and the command
-    must not import Pydantic, the array-API wrapper of NumPy, SciPy's stats or matplotlib."""
+    must not import Pydantic, the array-API wrapper of NumPy, SciPy's stats or matplotlib, nor
+    pandas (one config printed: its summary is built without it)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1")
     for _ in range(2):
         out = subprocess.run(
@@ -84,3 +85,75 @@ def test_a_warm_simulate_imports_no_pydantic_scipy_linalg_or_numba_registries(tm
         )
         assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2].split() == ["0"], out.stdout
+
+
+_END = """
+import atexit, sys, threading, time
+import fgrpo_theory.cli._entry as entry
+
+class Torn:
+    def __del__(self):
+        print("torn down", flush=True)
+
+kept = Torn()  # a module global: freed by the interpreter's teardown only
+atexit.register(print, "exit handler")
+sys.stdout.write("unflushed ")
+"""
+_PYTHONS_EXIT = """try:
+    entry._end({})
+except SystemExit as e:
+    print("python's exit", e.code)
+    raise
+"""
+
+
+@pytest.mark.parametrize(
+    ("tail", "code", "out", "err"),
+    [
+        ("entry._end(3)", 3, "unflushed exit handler\n", ""),
+        ("entry._end(None)", 0, "unflushed exit handler\n", ""),
+        ("entry._end('a message')", 1, "unflushed exit handler\n", "a message\n"),
+        ("entry._end(256 + 7)", 7, "unflushed exit handler\n", ""),
+        # a thread that is not a daemon: Python's exit (SystemExit), which joins it
+        (
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('joined'))).start()\n"
+            + _PYTHONS_EXIT.format(0),
+            0,
+            "unflushed python's exit 0\njoined\nexit handler\n",
+            "",
+        ),
+        # a tracer (coverage, a debugger): Python's exit
+        ("sys.settrace(lambda *a: None)\n" + _PYTHONS_EXIT.format(4), 4,
+         "unflushed python's exit 4\nexit handler\n", ""),
+    ],
+)  # fmt: skip
+def test_the_console_script_ends_as_sys_exit_without_the_teardown(tail, code, out, err):
+    """``_end`` (the console script's last step): the exit handlers run and the streams are
+    flushed, the status is sys.exit's, and the interpreter's teardown (0.3-0.6 s after a
+    simulate) is skipped: a finalizer of a global is not called, unless a thread or a tracer
+    needs Python's own exit."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run(
+        [sys.executable, "-c", _END + tail], capture_output=True, text=True, env=env, timeout=60
+    )
+    # (Python's teardown may or may not call the finalizer: it promises nothing)
+    assert (r.returncode, r.stdout.replace("torn down\n", ""), r.stderr) == (code, out, err)
+    if "python's exit" not in out:
+        assert "torn down" not in r.stdout
+
+
+def test_the_console_script_writes_its_file_and_refuses_in_one_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-c", "from fgrpo_theory.cli._entry import script; script()"]
+    out = tmp_path / "miss.csv"
+    r = subprocess.run(
+        [*run, "miss-prob", "--N", "8", "--mu", "0.5", "--rho", "0.1", "--output", str(out)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert (r.returncode, r.stdout) == (0, "") and out.read_text().startswith("N,")
+    r = subprocess.run(
+        [*run, "miss-prob", "--N", "0", "--mu", "0.5", "--rho", "0.1"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "--N" in r.stderr

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -44,6 +45,7 @@ __all__ = [
     "OUTPUT_OPTION",
     "SCHEDULER_OPTION",
     "OutputFormat",
+    "Rows",
     "StdoutClosed",
     "check_output_path",
     "atomic_open",
@@ -350,20 +352,50 @@ def resolve_format(fmt: OutputFormat | str | None, output: Path | None = None) -
     return OutputFormat.csv
 
 
-def _json_text(df: pd.DataFrame) -> str:
-    records = df.to_dict(orient="records")
-    clean = [
-        {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
-        for rec in records
-    ]
+@dataclass(frozen=True)
+class Rows:
+    """A small result table without pandas: column names and rows of Python scalars (``None``
+    or NaN for no value). :func:`emit` prints it exactly as it prints the DataFrame of the
+    same values with the same dtypes (``tests/test_cli_rows.py`` checks it against pandas), so
+    a command can print its result without importing pandas (about 0.4 s)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple, ...]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _csv_cell(v: object) -> object:
+    """A value as pandas' ``to_csv`` writes it: no value empty, a float by its ``repr``."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    return repr(v) if isinstance(v, float) else v
+
+
+def _json_text(df: pd.DataFrame | Rows) -> str:
+    if isinstance(df, Rows):
+        clean = [dict(zip(df.columns, row, strict=True)) for row in df.rows]
+    else:
+        clean = [
+            {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
+            for rec in df.to_dict(orient="records")
+        ]
     try:
         return json.dumps(clean, indent=2, allow_nan=False) + "\n"
     except ValueError:
         fail("output", "NaN or infinity", "finite numbers only (a bug: please report it)")
 
 
-def _write_csv(df: pd.DataFrame, fh: IO[str]) -> None:
+def _write_csv(df: pd.DataFrame | Rows, fh: IO[str]) -> None:
     """Write ``df`` as CSV in chunks (the header first), full float precision."""
+    if isinstance(df, Rows):  # as pandas writes it: minimal quoting, "\n" after each row
+        import csv
+
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(df.columns)
+        writer.writerows([_csv_cell(v) for v in row] for row in df.rows)
+        return
     if len(df) == 0:
         fh.write(df.to_csv(index=False))
         return
@@ -380,22 +412,26 @@ def _write_text(text: str, fh: IO[str]) -> None:
         fh.flush()
 
 
-def _render_table(df: pd.DataFrame, title: str | None, out: IO[str]) -> None:
+def _render_table(df: pd.DataFrame | Rows, title: str | None, out: IO[str]) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    shown = df if len(df) <= MAX_TABLE_ROWS else df.iloc[:MAX_TABLE_ROWS]
+    n_shown = min(len(df), MAX_TABLE_ROWS)
+    rows: Iterable[tuple]
+    if isinstance(df, Rows):
+        rows = df.rows[:n_shown]
+    else:
+        rows = df.iloc[:n_shown].itertuples(index=False)
     caption = None
-    if len(shown) < len(df):
+    if n_shown < len(df):
         caption = (
-            f"first {len(shown)} of {len(df)} rows; "
-            "use --format csv or --output FILE for all of them"
+            f"first {n_shown} of {len(df)} rows; use --format csv or --output FILE for all of them"
         )
     table = Table(title=escape(title) if title else None, caption=caption, show_lines=False)
     for col in df.columns:
         table.add_column(escape(str(col)), justify="right", overflow="fold")
-    for row in shown.itertuples(index=False):
+    for row in rows:
         cells = []
         for v in row:
             if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
@@ -431,7 +467,7 @@ def _handle_stdout_error(e: OSError) -> None:
 
 
 def emit(
-    df: pd.DataFrame,
+    df: pd.DataFrame | Rows,
     fmt: OutputFormat | str | None = None,
     output: Path | None = None,
     *,

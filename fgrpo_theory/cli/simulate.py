@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 
 from .._validate import fail
@@ -24,6 +25,7 @@ from ._common import (
     SCHEME_OPTION,
     OutputFormat,
     ResultFolder,
+    Rows,
     add_sweep_options,
     check_out,
     emit,
@@ -39,16 +41,79 @@ _SUMMARY_KEYS = [
 
 def _shown(df, k: str) -> bool:
     """A summary key is shown if in the frame; ``name`` when set, ``scheme`` when some config
-    has one beyond its advantage and gamma (its column then holds another scheme's spec)."""
+    has one beyond its advantage and gamma (:func:`_scheme_says_more`)."""
     if k not in df.columns:
         return False
     if k == "name":
         return bool(df[k].any())
     if k == "scheme":
-        base = df[k].astype(str).str.split("+").str[0]
-        extra = df[k].astype(str).str.contains(r"\+(?:entropy|kl)", regex=True)
-        return bool((base != df["advantage"]).any() or extra.any())
+        pairs = df[[k, "advantage"]].astype(str).drop_duplicates()
+        return any(_scheme_says_more(s, a) for s, a in pairs.itertuples(index=False))
     return True
+
+
+def _scheme_says_more(scheme: str, advantage: str) -> bool:
+    """Whether a config's scheme spec says more than its advantage and gamma columns: another
+    scheme, or an entropy or KL term."""
+    import re
+
+    return scheme.split("+")[0] != advantage or re.search(r"\+(?:entropy|kl)", scheme) is not None
+
+
+def _constant(cols: dict, k: str) -> object:
+    """A column of ``simulate(..., as_frame=False)`` that is constant over the rows, as a
+    Python scalar."""
+    v = cols[k]
+    if np.ndim(v) != 0:
+        v = v[0]  # (an empty log keeps arrays: never summarized, see _summary_rows)
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _mean_over_runs(x) -> float:  # noqa: ANN001 - a 1-D array or Series of floats
+    """The summary's mean of a metric over runs: the correctly rounded sum of the values that
+    are not NaN (:func:`math.fsum`) divided by their count; NaN when there is none.
+
+    One rule for both summaries below, with and without pandas. pandas' own ``mean`` gave other
+    last bits by version and data (2.x: a compensated sum; 3.1: ``np.add.reduceat`` unless a
+    value is NaN)."""
+    import math
+
+    v = np.asarray(x, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return float("nan")
+    if not np.isfinite(v).all():  # (fsum refuses inf - inf; the logged metrics are finite)
+        return float(np.sum(v)) / len(v)
+    return math.fsum(v.tolist()) / len(v)
+
+
+def _summary_rows(cols: dict) -> Rows:
+    """The summary of one config's log given as columns (``simulate(..., as_frame=False)``):
+    the rows :func:`simulate_cmd` builds with pandas for a sweep, without importing pandas
+    (``tests/test_cli_rows.py`` checks they are the same)."""
+    names = list(cols)
+    metrics = [c for c in names if c in ("q_pos", "m_ret", "entropy", "active_frac")]
+    metrics += [c for c in names if c.startswith(("mass_", "pass_at_"))]
+    keys = [k for k in _SUMMARY_KEYS if k in cols]
+    if len(cols["step"]) == 0:  # (no config has an empty log)
+        keys = [k for k in keys if k not in ("name", "scheme")]
+        return Rows((*keys, "runs", "step", *metrics), ())
+    if not _constant(cols, "name"):
+        keys.remove("name")
+    if "scheme" in keys and not _scheme_says_more(
+        str(_constant(cols, "scheme")), str(_constant(cols, "advantage"))
+    ):
+        keys.remove("scheme")
+    last = np.flatnonzero(cols["step"] == _constant(cols, "steps"))
+    if len(last) == 0:
+        return Rows((*keys, "runs", "step", *metrics), ())
+    row = (
+        *(_constant(cols, k) for k in keys),
+        len(last),
+        int(cols["step"][last[0]]),
+        *(_mean_over_runs(np.asarray(cols[m])[last]) for m in metrics),
+    )
+    return Rows((*keys, "runs", "step", *metrics), (row,))
 
 
 #: Runs estimated longer than this (seconds) show a progress bar on stderr.
@@ -249,11 +314,11 @@ def simulate_cmd(
             f"used with a single config run locally (a sweep stores per-step logs only; "
             f"this is {len(cfgs)} config(s) on {scheduler})",
         )
-    import pandas as pd
-
     from ..sim.budget import check_budget
     from ..sim.threads import run_threads
 
+    # one config printed, no file: its summary is built without pandas (Rows)
+    light = not with_thr and len(cfgs) == 1 and spec.kind == "local" and out is None
     # a sweep's --out folder is created here and removed again if the run fails before writing
     folder = ResultFolder(out, len(cfgs))
     with folder:
@@ -267,6 +332,8 @@ def simulate_cmd(
         try:
             if with_thr:
                 df, thr = _run_thresholds(cfgs[0], out, threads, show)
+            elif light:
+                cols = _run_columns(cfgs[0], threads, show)
             else:
                 df = _run(cfgs, spec, out, resume, threads, show)
         except KeyboardInterrupt:
@@ -290,17 +357,24 @@ def simulate_cmd(
             "reach it",
         )
         return
+    title = "simulate: last step, mean over runs"
+    if light:
+        emit(_summary_rows(cols), fmt, output, title=title)
+        return
+    import pandas as pd
+
     last = df[df["step"] == df["steps"]]
     metrics = [c for c in df.columns if c in ("q_pos", "m_ret", "entropy", "active_frac")]
     metrics += [c for c in df.columns if c.startswith(("mass_", "pass_at_"))]
     keys = [k for k in _SUMMARY_KEYS if _shown(df, k)]
-    summary = last.groupby(keys + ["config_hash"], sort=False)[metrics].mean().reset_index()
+    by_config = last.groupby(keys + ["config_hash"], sort=False)
+    summary = by_config[metrics].agg(_mean_over_runs).reset_index()
     summary.insert(len(keys), "runs", last.groupby("config_hash", sort=False).size().values)
     summary.insert(
         len(keys) + 1, "step", last.groupby("config_hash", sort=False)["step"].first().values
     )
     summary = summary.drop(columns="config_hash")
-    emit(pd.DataFrame(summary), fmt, output, title="simulate: last step, mean over runs")
+    emit(pd.DataFrame(summary), fmt, output, title=title)
 
 
 def _write(df, out: Path) -> None:
@@ -391,6 +465,18 @@ def _run_thresholds(cfg, out: Path | None, threads: int | None, show: bool):
         _write(res.log, out)
         _write(res.thresholds, _thresholds_path(out))
     return res.log, res.thresholds
+
+
+def _run_columns(cfg, threads: int | None, show: bool) -> dict:
+    """One config run locally, its log as columns (``simulate(..., as_frame=False)``)."""
+    from ..sim import simulate
+
+    return with_progress(
+        show,
+        cfg.n_runs,
+        "simulating",
+        lambda progress: simulate(cfg, threads=threads, progress=progress, as_frame=False),
+    )
 
 
 def _run(cfgs: list, spec, out: Path | None, resume: bool, threads: int | None, show: bool):
