@@ -18,8 +18,10 @@ from fgrpo_theory.sim import beside, cpus
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: A first simulate of the small-K loop, then one of the general dense loop; prints the rows'
-#: hashes, the metrics pass's cache hits and misses in this process and the helpers it started.
+#: A first simulate of the sum-tree loop (its helper compiles the tree's kernels first), then one
+#: of the small-K loop and one of the general dense loop; prints the rows' hashes, the metrics
+#: pass's cache hits and misses in this process, those of the tree's kernels, and the helpers
+#: it started.
 #: ``HELPER`` = "0": this process may not start one; ``ADDRESS`` = "0": the loops link the pass
 #: in (the calls before the address existed).
 RUNS = r"""
@@ -37,15 +39,18 @@ def counted(target):
 beside._start = counted
 from fgrpo_theory.sim import SimConfig, simulate
 rows = []
-for cfg in (SimConfig(K=6, N=8, steps=30, seeds=3, rule="logprob", log_every=5),
+for cfg in (SimConfig(K=1000, N=8, steps=30, seeds=3, backend="sumtree", log_every=5),
+            SimConfig(K=6, N=8, steps=30, seeds=3, rule="logprob", log_every=5),
             SimConfig(K=300, N=8, steps=30, seeds=3, backend="dense", subsets={"tail": "0..49"},
                       log_every=5)):
     num = simulate(cfg).select_dtypes("number").to_numpy()
     rows.append(hashlib.sha256(num.tobytes()).hexdigest())
 stats = kmetrics._metrics.stats
 key = kmetrics.METRICS_ARGS
+from fgrpo_theory.sim.sumtree import tree_build
+tree = sum(sum(d.values()) for d in (tree_build.stats.cache_hits, tree_build.stats.cache_misses))
 print(json.dumps(dict(rows=rows, hits=stats.cache_hits.get(key, 0),
-                      misses=stats.cache_misses.get(key, 0), helpers=sum(started))))
+                      misses=stats.cache_misses.get(key, 0), helpers=sum(started), tree=tree)))
 """
 
 
@@ -71,6 +76,9 @@ def test_the_helpers_metrics_pass_is_loaded_and_gives_the_numbers_of_a_linked_on
     assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"]
     # cold: the helper compiled the pass, this process loaded it (one notice, this process's)
     assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (1, 1, 0, 1)
+    # the tree's kernel came from the helper through the cache, or (the helper was late)
+    # compiled here: the rows above are the same either way
+    assert cold["tree"] == 1
     # warm: no helper, nothing compiled, no notice
     assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == (0, 1, 0, 0)
     assert (alone["hits"], alone["misses"], n_alone) == (0, 1, 1)  # compiled here

@@ -218,18 +218,21 @@ METRICS_ARGS = (
 )  # fmt: skip
 
 
-def metrics_address(while_compiling: Callable[[], object] | None = None) -> int:
+def metrics_address(
+    while_compiling: Callable[[], object] | None = None, helper: str | None = None
+) -> int:
     """The address of :func:`_metrics` compiled for :data:`METRICS_ARGS` (compiled, or loaded
     from the disk cache, on the process's first call), for :func:`call_metrics`.
 
     ``while_compiling``: the caller's own compilation, run first. If the pass is neither loaded
     nor on disk, a helper process compiles it meanwhile (:func:`.beside.compile_beside`: a cold
-    start's two largest compilations side by side)."""
+    start's two largest compilations side by side); ``helper`` names the function the helper
+    calls (``"module:function"``, one that ends by calling this one), else this one."""
     if while_compiling is not None:
         if METRICS_ARGS not in _metrics.overloads and on_disk(_metrics, METRICS_ARGS) is False:
             from .beside import compile_beside  # (in here: not part of the kernels' stamp)
 
-            compile_beside(f"{__name__}:metrics_address", while_compiling)
+            compile_beside(helper or f"{__name__}:metrics_address", while_compiling)
         else:
             while_compiling()
     _metrics.compile(METRICS_ARGS)

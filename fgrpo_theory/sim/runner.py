@@ -280,7 +280,10 @@ def _run_chunk(
         met = None
         # float32 logits, and the threshold checks (kthresh), call the pass directly
         if METRICS_BY_ADDRESS and st.z.dtype == np.float64 and not some:
-            met = metrics_address(lambda: compile_for(kn.run_steps, one_run(0, 0)))
+            met = metrics_address(
+                lambda: compile_for(kn.run_steps, one_run(0, 0)),
+                None if tr is None else "fgrpo_theory.sim.beside:sum_tree_then_metrics",
+            )
 
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
