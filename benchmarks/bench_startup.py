@@ -20,6 +20,10 @@ of this package's ``sim`` imports that its module pulls in; a process doing the 
 Numba's own loader, which rebuilds its whole target context, took 0.3 s more) and the warm
 ``simulate``'s overhead in CPU time.
 
+The reference and the two floors are plain ``python -c`` processes and end with Python's own
+teardown of their modules (about 0.1 s of them); the ``fgrpo-theory`` commands end without it
+(``fgrpo_theory.cli._entry._end``), as a user's process does.
+
 Targets are reported, never asserted (``met`` / ``MISSED``); the load average is printed before
 and after, since a loaded machine slows start-up (file system, imports) more than computing:
 on a loaded machine read the CPU columns.
