@@ -68,7 +68,7 @@ from fgrpo_theory.cli._main import main
 code = main(["simulate", "--K", "6", "--N", "8", "--steps", "5", "--seeds", "1",
              "--threads", "1"])
 heavy = ["pydantic", "numba.np.arraymath", "scipy.linalg", "array_api_compat.numpy",
-         "matplotlib", "scipy.stats", "torch", "pandas", "pyarrow"]
+         "matplotlib", "scipy.stats", "torch", "pandas", "pyarrow", "numba.np.arrayobj"]
 print(code, *[m for m in heavy if m in sys.modules])
 """
 
@@ -77,7 +77,8 @@ def test_a_warm_simulate_imports_no_pydantic_scipy_linalg_or_numba_registries(tm
     """Run twice in fresh processes: the second finds its kernels in the cache; loading them
     must not install Numba's lowering registries (which import scipy.linalg) and the command
     must not import Pydantic, the array-API wrapper of NumPy, SciPy's stats or matplotlib, nor
-    pandas (one config printed: its summary is built without it)."""
+    pandas (one config printed: its summary is built without it), nor Numba's array module
+    (the kernels allocate with sim.kalloc, whose code names no environment there)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1")
     for _ in range(2):
         out = subprocess.run(

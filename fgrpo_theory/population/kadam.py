@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sim._jit import jit_exact, jit_exact_inline
+from ..sim.kalloc import zeros
 from ..sim.kcore import _adam_move, _adam_scalars
 from ..sim.kfloat import _is_f32
 
@@ -39,7 +40,7 @@ MAX_TABLE = 1 << 20
 def adam_table(lr, wd, decoupled, b1, b2, eps, T):
     """``tab[t] = (lr / (1 - b1^t), 1 / sqrt(1 - b2^t))`` for ``t = 1 .. T`` (row 0 unused):
     the two step-dependent scalars of :func:`_adam_scalars`, computed by it."""
-    tab = np.zeros((T + 1, 2))
+    tab = zeros((T + 1, 2), np.float64)
     for t in range(1, T + 1):
         sc = _adam_scalars(lr, wd, decoupled, b1, b2, eps, t)
         tab[t, 0] = sc[5]

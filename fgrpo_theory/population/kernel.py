@@ -34,6 +34,7 @@ from ..sim._jit import (
     jit_fast_leaf,
     jit_run_fast,
 )
+from ..sim.kalloc import empty, zeros
 from ..sim.kcore import (  # noqa: F401  (RULE_* / OPT_* are this module's codes too)
     OPT_ADAM,
     OPT_ADAMW,
@@ -72,7 +73,7 @@ N_CNT = 4
 def stream_uniforms(key, n):
     """First ``n`` uniforms of the stream with ``key`` (for the stream-equality test)."""
     state = new_stream(key)
-    out = np.empty(n)
+    out = empty(n, np.float64)
     for i in range(n):
         out[i] = next_uniform(state)
     return out
@@ -103,8 +104,9 @@ def _scratch(K, N, like):
     slot more than ``min(N, K)``: branch-free writes). ``zb`` and ``e`` in the precision of the
     array ``like`` (the logits)."""
     return (
-        np.empty_like(like), np.empty_like(like), np.empty(K), np.zeros(K), np.zeros(K),
-        np.empty(K), np.zeros(K, np.int64), np.empty(min(N, K) + 1, np.int64),
+        empty(like.shape, like.dtype), empty(like.shape, like.dtype), empty(K, np.float64),
+        zeros(K, np.float64), zeros(K, np.float64),
+        empty(K, np.float64), zeros(K, np.int64), empty(min(N, K) + 1, np.int64),
     )  # fmt: skip
 
 
@@ -115,9 +117,9 @@ def _log_all(theta, phi, correct, rare, zb, out_p):
     ``out_p``, from the float64 values of its logits (float32 ones widened)."""
     K = theta.shape[0]
     K8 = (K + 7) // 8 * 8
-    e = np.empty(K8)
-    T = np.empty((4, K8))
-    lanes = np.empty(64)
+    e = empty(K8, np.float64)
+    T = empty((4, K8), np.float64)
+    lanes = empty(64, np.float64)
     for p in range(phi.shape[0]):
         for i in range(K):
             zb[i] = theta[i] + phi[p, i]
@@ -239,50 +241,56 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
     dual_c = alg.dual_c
     lo_b = 1.0 - alg.clip_lo
     hi_b = 1.0 + alg.clip_hi
-    theta = theta0.copy()
-    phi = phi0.copy()
+    # copies (loops: an array's .copy() compiles Numba's allocator, sim/kalloc.py)
+    theta = empty(K, theta0.dtype)
+    for i in range(K):
+        theta[i] = theta0[i]
+    phi = empty((phi0.shape[0], K), phi0.dtype)
+    for q in range(phi0.shape[0]):
+        for i in range(K):
+            phi[q, i] = phi0[q, i]
     zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta0)
     D = min(N, K)
     # the batch's sampled groups, kept for inner updates 2 .. inner: actions, counts, X, p_old
     nb = B if inner > 1 else 1
-    tb = np.empty((nb, D), np.int64)
-    cb = np.empty((nb, D), np.int64)
-    pb = np.empty((nb, D))
-    xb = np.empty(nb, np.int64)
-    ndb = np.empty(nb, np.int64)
+    tb = empty((nb, D), np.int64)
+    cb = empty((nb, D), np.int64)
+    pb = empty((nb, D), np.float64)
+    xb = empty(nb, np.int64)
+    ndb = empty(nb, np.int64)
     use_adam = opt != OPT_SGD
     decoupled = opt == OPT_ADAMW
     train_phi = lr_prompt > 0.0
     train_theta = lr_shared > 0.0
-    mm = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
-    vv = np.zeros((n_train if (use_adam and train_phi) else 1, K), phi0.dtype)
-    tp = np.zeros(n_train, np.int64)
-    mth = np.zeros(K if use_adam else 1)
-    vth = np.zeros(K if use_adam else 1)
-    inbatch = np.zeros(n_train, np.bool_)
-    bp = np.empty(B, np.int64)  # the batch's prompts
+    mm = zeros((n_train if use_adam and train_phi else 1, K), phi0.dtype)
+    vv = zeros((n_train if use_adam and train_phi else 1, K), phi0.dtype)
+    tp = zeros(n_train, np.int64)
+    mth = zeros(K if use_adam else 1, np.float64)
+    vth = zeros(K if use_adam else 1, np.float64)
+    inbatch = zeros(n_train, np.bool_)
+    bp = empty(B, np.int64)  # the batch's prompts
     keep = alg.keep
     cap = min(alg.max_res, n_train - B)  # groups a step may drop when filling (ds_fill)
-    drawn = np.zeros(n_train if fill else 1, np.bool_)  # dropped in this step
-    dlist = np.empty(cap if fill else 1, np.int64)
+    drawn = zeros(n_train if fill else 1, np.bool_)  # dropped in this step
+    dlist = empty(cap if fill else 1, np.int64)
     lazy = sparse and use_adam and train_phi and not adam_per_prompt and wd == 0.0
     na = n_train if lazy else 1
-    act = np.empty((na, K if lazy else 1), np.int64)  # elements of phi_p with Adam state
-    nact = np.zeros(na, np.int64)
-    isact = np.zeros((na, K if lazy else 1), np.uint8)
-    last = np.zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
-    bz = np.empty(K if lazy else 1, phi0.dtype)  # the catch-up's contiguous buffers
-    bm = np.empty(K if lazy else 1, phi0.dtype)
-    bv = np.empty(K if lazy else 1, phi0.dtype)
-    zm = np.empty(K)  # float64 logits of the metrics
-    counts = np.zeros((n_train, N_CNT), np.int64)
+    act = empty((na, K if lazy else 1), np.int64)  # elements of phi_p with Adam state
+    nact = zeros(na, np.int64)
+    isact = zeros((na, K if lazy else 1), np.uint8)
+    last = zeros(na, np.int64)  # phi_p holds the updates of optimizer steps 1 .. last[p]
+    bz = empty(K if lazy else 1, phi0.dtype)  # the catch-up's contiguous buffers
+    bm = empty(K if lazy else 1, phi0.dtype)
+    bv = empty(K if lazy else 1, phi0.dtype)
+    zm = empty(K, np.float64)  # float64 logits of the metrics
+    counts = zeros((n_train, N_CNT), np.int64)
     if sr is not None:
         lik = sr.kind != SCH_TABLE
         reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0
-        ab = np.empty((nb, D))  # per-action advantages of the batch's groups
-        po = np.empty(D)  # p_old of a group (inner == 1: pb has one row, reused)
-        lp_t = np.empty(D)
-        order = np.empty(D, np.int64)
+        ab = empty((nb, D), np.float64)  # per-action advantages of the batch's groups
+        po = empty(D, np.float64)  # p_old of a group (inner == 1: pb has one row, reused)
+        lp_t = empty(D, np.float64)
+        order = empty(D, np.int64)
         lq_row = sr.lq.shape[0] > 1
     state = new_stream(key)
     ostate = new_stream(_mix64(key ^ ORDER_SALT))
@@ -496,8 +504,8 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
     K = theta.shape[0]
     N = alg.N
     zb, e, cum, cvec, gth, pre, cnt, touched = _scratch(K, N, theta)
-    pold = np.empty(1)
-    counts = np.zeros(N_CNT, np.int64)
+    pold = empty(1, np.float64)
+    counts = zeros(N_CNT, np.int64)
     state = new_stream(key)
     ostate = new_stream(_mix64(key ^ ORDER_SALT))
     perm = np.arange(n_train)

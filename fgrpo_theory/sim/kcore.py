@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit_elementwise, jit_exact_inline, jit_fast_inline
+from .kalloc import empty
 from .rng import next_exp, next_uniform
 
 RULE_LINEAR, RULE_LOGPROB = 0, 1
@@ -517,7 +518,7 @@ def _clear_counts(cnt, touched, nd):
 def _local_rng(state_io):
     """A run-local copy of the random stream ``[key, counter]`` (written back at chunk end): a
     fresh local array aliases nothing, so LLVM keeps the counter in a register across draws."""
-    state = np.empty(2, np.uint64)
+    state = empty(2, np.uint64)
     state[0] = state_io[0]
     state[1] = state_io[1]
     return state

@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit_batch, jit_fast_inline, jit_run_fast
+from .kalloc import empty, zeros
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -265,13 +266,13 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
     z = z_io
     tails = tails_io
     state = _local_rng(state_io)
-    # np.empty and loops, not np.zeros, and no min() (cold start: see kmetrics._metrics)
-    cnt = np.empty(K, np.int64)
+    # empty and loops, not zeros, and no min() (cold start: see kmetrics._metrics)
+    cnt = empty(K, np.int64)
     for i in range(K):
         cnt[i] = 0
     D = N if N < K else K
-    touched = np.empty(D + 1, np.int64)  # +1: branch-free writes
-    hit = np.empty(n_sub, np.bool_)  # (_count_tail clears it before use)
+    touched = empty(D + 1, np.int64)  # +1: branch-free writes
+    hit = empty(n_sub, np.bool_)  # (_count_tail clears it before use)
     inv_n = 1.0 / N
     ktails = tails[n_sub : 2 * n_sub]  # tail misses among kept active groups (dynamic sampling)
     # thr_step = None (no thresholds): the threshold code is pruned at compile time
@@ -282,7 +283,7 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
         thresholds = log.thresholds
         n_thr = thresholds.shape[0]
         ti = _thr_pending(thr_step)
-        scratch = np.zeros(out.shape[1])
+        scratch = zeros(out.shape[1], np.float64)
     li = ints[I_LOG]
     if step_lo == 0:
         li = _first_row(met, z, correct, submask, p0, sum_p0c, log_steps, out)
@@ -295,16 +296,17 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
             sampler = alg.sampler
             mm = mm_io
             vv = vv_io
-            e = np.empty(K, z.dtype)  # weights and cvec in the logits' precision (kfloat)
-            cum = np.empty(K if sampler == SAMPLER_IID else 1)
-            gaps = np.empty(N + 1 if sampler == SAMPLER_SORTED else 1)
-            cvec = np.zeros(K, z.dtype)
-            ibuf = np.empty(K, np.int64)
+            e = empty(K, z.dtype)  # weights and cvec in the logits' precision (kfloat)
+            cum = empty(K if sampler == SAMPLER_IID else 1, np.float64)
+            gaps = empty(N + 1 if sampler == SAMPLER_SORTED else 1, np.float64)
+            cvec = zeros(K, z.dtype)
+            ibuf = empty(K, np.int64)
             sc = ibuf.view(np.float64)
-            pold = np.empty(D)
+            pold = empty(D, np.float64)
             lo_b = 1.0 - alg.clip_lo
             hi_b = 1.0 + alg.clip_hi
-            cf = np.empty(K if ti < n_thr else 1)  # the correct mask as floats (cheap Q_pos)
+            # the correct mask as floats (cheap Q_pos)
+            cf = empty(K if ti < n_thr else 1, np.float64)
             if ti < n_thr:
                 for i in range(K):
                     cf[i] = correct[i]
@@ -314,9 +316,9 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
             if sr is not None:
                 lik = sr.kind != SCH_TABLE  # a likelihood-aware advantage (else the tables)
                 reg = sr.ent_coef != 0.0 or sr.kl_coef != 0.0  # a regularizer moves every logit
-                adv_t = np.empty(D)
-                lp_t = np.empty(D)
-                order = np.empty(D, np.int64)
+                adv_t = empty(D, np.float64)
+                lp_t = empty(D, np.float64)
+                order = empty(D, np.int64)
                 lq = sr.lq[0]
     else:
         P = 1
@@ -339,8 +341,8 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, z_io, mm_io, vv_io, tree_io, 
         etab_w = tr.etab_w
         renorm_every = tr.renorm_every
         use_tab = etab_c.shape[0] == N + 1
-        ub = np.empty(TREE_BATCH)
-        jb = np.empty(TREE_BATCH, np.int64)
+        ub = empty(TREE_BATCH, np.float64)
+        jb = empty(TREE_BATCH, np.int64)
         # descents in lanes unless the last group put >= 3/4 of its draws on one action (then
         # nearly every descent takes the same path and predicted branches are faster; lanes
         # measured 1.9x faster over a run that stays spread at K = 6, N = 8 and 3.2x at

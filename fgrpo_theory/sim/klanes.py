@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit_batch, jit_exact
+from .kalloc import empty, zeros
 from .kcore import OPT_SGD, RULE_LOGPROB, _ratio_weight
 from .kernels import _first_row, _log_row
 from .kexp import exp_lane
@@ -156,9 +157,9 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
     inv_n = 1.0 / N
     odd = K % 2 == 1
     tails = st.tails
-    z = np.empty((K, L))
-    mm = np.empty((K, L))
-    vv = np.empty((K, L))
+    z = empty((K, L), np.float64)
+    mm = empty((K, L), np.float64)
+    vv = empty((K, L), np.float64)
     adam = not (ad is None or sgd)  # SGD's state has no moments (width 1)
     for l in range(L):
         for i in range(K):
@@ -166,13 +167,22 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
             if adam:
                 mm[i, l] = st.mm[r0 + l, i]
                 vv[i, l] = st.vv[r0 + l, i]
-    key = st.rng[r0 : r0 + L, 0].copy()
-    ctr = st.rng[r0 : r0 + L, 1].copy()
-    li = st.ints[r0 : r0 + L, I_LOG].copy()
-    groups = st.ints[r0 : r0 + L, I_GROUPS].copy()
-    active = st.ints[r0 : r0 + L, I_ACTIVE].copy()
-    resamples = st.ints[r0 : r0 + L, I_RESAMPLES].copy()
-    t_opt = st.ints[r0 : r0 + L, I_TOPT].copy()
+    # copies of the lanes' columns (loops: an array's .copy() compiles Numba's allocator, kalloc)
+    key = empty(L, np.uint64)
+    ctr = empty(L, np.uint64)
+    li = empty(L, np.int64)
+    groups = empty(L, np.int64)
+    active = empty(L, np.int64)
+    resamples = empty(L, np.int64)
+    t_opt = empty(L, np.int64)
+    for l in range(L):
+        key[l] = st.rng[r0 + l, 0]
+        ctr[l] = st.rng[r0 + l, 1]
+        li[l] = st.ints[r0 + l, I_LOG]
+        groups[l] = st.ints[r0 + l, I_GROUPS]
+        active[l] = st.ints[r0 + l, I_ACTIVE]
+        resamples[l] = st.ints[r0 + l, I_RESAMPLES]
+        t_opt[l] = st.ints[r0 + l, I_TOPT]
     if step_lo == 0:
         for l in range(L):
             for i in range(K):
@@ -180,31 +190,33 @@ def _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_ba
             li[l] = _first_row(
                 None, zr, correct, submask, prob.p0, prob.sum_p0c, log_steps, out[r0 + l]
             )
-    e = np.empty((K, L))
-    cum = np.empty((K, L))
-    cvec = np.empty((K, L))
-    part = np.empty((K, L))
-    cnt = np.zeros((K, L), np.int64)
-    cntA = np.zeros((K, L), np.int64)
-    zmax = np.empty(L)
-    S = np.empty(L)
-    inv_s = np.empty(L)
-    C = np.empty(L)
-    pc = np.empty(L)
-    ac = np.empty(L)
-    aw = np.empty(L)
-    t = np.empty(L)
-    X = np.zeros(L, np.int64)
-    k = np.zeros(L, np.int64)
-    res = np.zeros(L, np.int64)
-    ctr0 = np.zeros(L, np.uint64)
-    seen = np.zeros(L, np.int64)
-    hit = np.zeros(L, np.bool_)
-    mask = np.ones(L, np.bool_)
-    bc1 = np.empty(L)
-    sb = np.empty(L)
-    rsb = np.empty(L)
-    pold = np.empty(1)
+    e = empty((K, L), np.float64)
+    cum = empty((K, L), np.float64)
+    cvec = empty((K, L), np.float64)
+    part = empty((K, L), np.float64)
+    cnt = zeros((K, L), np.int64)
+    cntA = zeros((K, L), np.int64)
+    zmax = empty(L, np.float64)
+    S = empty(L, np.float64)
+    inv_s = empty(L, np.float64)
+    C = empty(L, np.float64)
+    pc = empty(L, np.float64)
+    ac = empty(L, np.float64)
+    aw = empty(L, np.float64)
+    t = empty(L, np.float64)
+    X = zeros(L, np.int64)
+    k = zeros(L, np.int64)
+    res = zeros(L, np.int64)
+    ctr0 = zeros(L, np.uint64)
+    seen = zeros(L, np.int64)
+    hit = zeros(L, np.bool_)
+    mask = empty(L, np.bool_)
+    for l in range(L):
+        mask[l] = True
+    bc1 = empty(L, np.float64)
+    sb = empty(L, np.float64)
+    rsb = empty(L, np.float64)
+    pold = empty(1, np.float64)
     _max_lanes(z, zmax)
     for step in range(step_lo + 1, step_hi + 1):
         for l in range(L):
@@ -316,7 +328,7 @@ def run_lanes(prob, log, alg, opt, ad, st, step_lo, step_hi, out):
     without the GIL (the runner gives each thread a block of rows); ``ad`` = None: SGD."""
     R, K = st.z.shape
     sctab, t_base = step_scalars(opt, ad, st.ints, K, step_lo, step_hi)
-    zr = np.empty(K)
+    zr = empty(K, np.float64)
     for r0 in range(0, R, LANES):
         L = min(LANES, R - r0)
         _tile(prob, log, alg, opt, ad, st, r0, L, step_lo, step_hi, out, sctab, t_base, zr)

@@ -34,6 +34,7 @@ from numba.extending import intrinsic, overload
 
 from .._numba_cache import on_disk
 from ._jit import _f64_bits, _f64_from_bits, jit_fast, jit_fast_inline
+from .kalloc import empty
 from .kcore import _max_inline
 from .kfloat import _as_f64
 
@@ -149,19 +150,19 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
     K = z.shape[0]
     n_sub = submask.shape[0]
     ns = 3 + 2 * n_sub  # sums: entropy, Q_pos, lost mass, then per subset mass and -log p
-    # np.empty and loops, not np.zeros, and no min() (here, in run_small and in run_steps): each
+    # empty and loops, not zeros, and no min() (here, in run_small and in run_steps): each
     # overload Numba compiles for a first simulate costs 0.1-0.2 s of its cold start
-    A = np.empty((ns, MB))
-    C = np.empty((ns, MB))
+    A = empty((ns, MB), np.float64)
+    C = empty((ns, MB), np.float64)
     for s in range(ns):
         for j in range(MB):
             A[s, j] = 0.0
             C[s, j] = 0.0
-    E = np.empty(K)  # exp(z - m)
-    pb = np.empty(MB)  # the block's probabilities
-    vb = np.empty(MB)  # a block of terms of a subset's sum
-    lb = np.empty(MB)  # its log-probabilities
-    size = np.empty(n_sub)  # subset sizes (exact integers)
+    E = empty(K, np.float64)  # exp(z - m)
+    pb = empty(MB, np.float64)  # the block's probabilities
+    vb = empty(MB, np.float64)  # a block of terms of a subset's sum
+    lb = empty(MB, np.float64)  # its log-probabilities
+    size = empty(n_sub, np.float64)  # subset sizes (exact integers)
     for j in range(n_sub):
         size[j] = 0.0
     m = _max_inline(z)

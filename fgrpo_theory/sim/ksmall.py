@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import _fma, jit_batch, jit_exact, jit_exact_inline, jit_run_exact
+from .kalloc import empty, zeros
 from .kcore import (
     OPT_ADAMW,
     OPT_SGD,
@@ -53,7 +54,7 @@ def adam_rows(b1, b2, t_lo, t_hi):
     """``tab[t - t_lo]`` = ``(1 - b1^t, sqrt(1 - b2^t), 1 / sqrt(1 - b2^t))`` for ``t = t_lo ..
     t_hi``: Adam's step-dependent scalars as :func:`~.kcore._adam` computes them (Numba's
     integer power, strict IEEE), once per step for every run of a call."""
-    tab = np.empty((t_hi - t_lo + 1, 3))
+    tab = empty((t_hi - t_lo + 1, 3), np.float64)
     for t in range(t_lo, t_hi + 1):
         r = t - t_lo
         bc1 = 1.0 - b1**t
@@ -163,20 +164,20 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     inv_n = 1.0 / N
     key = state_io[0]
     c = state_io[1]
-    state = np.empty(2, np.uint64)
+    state = empty(2, np.uint64)
     state[0] = key
     state[1] = c
-    # np.empty and loops, not np.zeros, and no min() (cold start: see kmetrics._metrics)
-    cnt = np.empty(K, np.int64)
-    touched = np.empty((N if N < K else K) + 1, np.int64)
-    e = np.empty(K)
-    cum = np.empty(K)
-    cvec = np.empty(K)
+    # empty and loops, not zeros, and no min() (cold start: see kmetrics._metrics)
+    cnt = empty(K, np.int64)
+    touched = empty((N if N < K else K) + 1, np.int64)
+    e = empty(K, np.float64)
+    cum = empty(K, np.float64)
+    cvec = empty(K, np.float64)
     for i in range(K):
         cnt[i] = 0
         cvec[i] = 0.0
-    hit = np.empty(n_sub, np.bool_)  # (_count_tail clears it before use)
-    pold = np.empty(1)
+    hit = empty(n_sub, np.bool_)  # (_count_tail clears it before use)
+    pold = empty(1, np.float64)
     ktails = tails[n_sub : 2 * n_sub]
     li = ints[I_LOG]
     if step_lo == 0:
@@ -288,7 +289,7 @@ def step_scalars(opt, ad, ints, K, step_lo, step_hi):
         t_lo = min(t_lo, ints[r, I_TOPT])
         t_hi = max(t_hi, ints[r, I_TOPT])
     if ad is None or opt.kind == OPT_SGD or K >= ADAM_SCALAR_K:
-        return np.zeros((1, 3)), t_lo + 1
+        return zeros((1, 3), np.float64), t_lo + 1
     return adam_rows(opt.b1, opt.b2, t_lo + 1, t_hi + step_hi - step_lo), t_lo + 1
 
 

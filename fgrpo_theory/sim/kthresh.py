@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit_fast, jit_fast_inline
+from .kalloc import zeros
 from .kcore import _kadd
 from .kmetrics import M_QPOS, _metrics
 
@@ -56,8 +57,8 @@ def _thr_check(z, correct, submask, p0, sum_p0c, thresholds, ti, step, scratch, 
 @jit_fast
 def _tree_correct_sum(tree, P, correct):
     """Compensated sum of the correct leaves of the sum tree: ``(sum, compensation)``."""
-    acc = np.zeros(1)
-    cmp = np.zeros(1)
+    acc = zeros(1, np.float64)
+    cmp = zeros(1, np.float64)
     for k in range(correct.shape[0]):
         if correct[k]:
             _kadd(acc, cmp, 0, tree[P + k])

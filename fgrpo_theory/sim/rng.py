@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit_exact_inline
+from .kalloc import empty
 from .keys import GOLDEN_INT, M1_INT, M2_INT
 
 __all__ = [
@@ -86,7 +87,7 @@ def next_exp(state):
 @jit_exact_inline
 def new_stream(key):
     """A fresh stream ``state = [key, 0]`` (its first word is ``mix64(key + GOLDEN)``)."""
-    state = np.empty(2, np.uint64)
+    state = empty(2, np.uint64)
     state[0] = key
     state[1] = 0
     return state
