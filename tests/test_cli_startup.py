@@ -115,6 +115,7 @@ except SystemExit as e:
         ("entry._end(None)", 0, "unflushed exit handler\n", ""),
         ("entry._end('a message')", 1, "unflushed exit handler\n", "a message\n"),
         ("entry._end(256 + 7)", 7, "unflushed exit handler\n", ""),
+        ("entry._end(2**64)", 255, "unflushed exit handler\n", ""),  # no C long: -1
         # a thread that is not a daemon: Python's exit (SystemExit), which joins it
         (
             "threading.Thread(target=lambda: (time.sleep(0.3), print('joined'))).start()\n"
@@ -143,6 +144,28 @@ def test_the_console_script_ends_as_sys_exit_without_the_teardown(tail, code, ou
         assert "torn down" not in r.stdout
 
 
+@pytest.mark.parametrize("status", ["0", "3", "None"])
+def test_a_stdout_the_program_closed_ends_as_in_python(status):
+    """A closed stdout is skipped at the end, as Python's exit skips it (the oracle): the same
+    status, the same output. Before: ``_end`` flushed it, and the ValueError gave status 120."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    prelude = "import sys\nimport fgrpo_theory.cli._entry as entry\nprint('out')\n"
+    prelude += "sys.stdout.flush(); sys.stdout.close()\n"
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", prelude + end],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )  # fmt: skip
+        for end in (f"entry._end({status})", f"sys.exit({status})")
+    ]
+    assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [
+        (int(status) if status != "None" else 0, "out\n", "")
+    ] * 2
+
+
 def test_the_console_script_writes_its_file_and_refuses_in_one_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     run = [sys.executable, "-c", "from fgrpo_theory.cli._entry import script; script()"]
@@ -158,3 +181,24 @@ def test_the_console_script_writes_its_file_and_refuses_in_one_line(tmp_path):
     )  # fmt: skip
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, r.stderr
     assert "--N" in r.stderr
+
+
+POP_PROBE = """
+import sys
+from fgrpo_theory.population import PopulationConfig, simulate_population
+simulate_population(PopulationConfig(steps=5, seeds=1), threads=1)
+print("numba.np.arrayobj" in sys.modules)
+"""
+
+
+def test_a_warm_population_imports_no_numba_array_module(tmp_path):
+    """The population's kernels allocate with sim.kalloc too: loaded from the cache, they import
+    no ``numba.np.arrayobj`` (0.06 s of a process; an ``np.arange`` in them did)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1")
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", POP_PROBE], capture_output=True, text=True, env=env,
+            cwd=tmp_path, timeout=600,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False"], out.stdout

@@ -160,13 +160,15 @@ def _end(status: object) -> None:
     flushes the standard streams, and then frees every module and object one by one: after a
     ``simulate`` that last part alone took 0.3 s warm and 0.6 s on a cold start (Numba's and
     pandas' objects; 2-core machine, Nov 2026), longer than the run. Here the handlers run and
-    the streams are flushed as Python would (a flush that fails gives status 120, as there),
-    then :func:`os._exit` ends the process. What the teardown would still do is call finalizers
-    of objects nobody closed; this package writes every file inside a ``with`` block, and
-    ``tempfile`` and ``weakref.finalize`` clean-ups run as exit handlers. Python's own exit is
-    kept where something may need the teardown: a thread that is not a daemon is alive, a
-    tracer or profiler is set (coverage, cProfile write their data after the program), Python's
-    development mode (its warnings at teardown), or no ``atexit._run_exitfuncs``."""
+    the open streams are flushed as Python would (a flush that fails gives status 120, as there,
+    with one line naming the stream), then :func:`os._exit` ends the process. What the teardown
+    would still do is call finalizers of objects nobody closed; this package writes every file
+    inside a ``with`` block, and a ``TemporaryDirectory`` or a ``weakref.finalize`` clean-up runs
+    as an exit handler (an open ``NamedTemporaryFile`` would not be removed: none is left open).
+    Python's own exit is kept where something may need the teardown: a thread that is not a
+    daemon is alive, a tracer or profiler is set (coverage, cProfile write their data after the
+    program), Python's development mode (its warnings at teardown), or no
+    ``atexit._run_exitfuncs``."""
     import atexit
     import os
     import threading
@@ -181,7 +183,8 @@ def _end(status: object) -> None:
     if status is None:
         code = 0
     elif isinstance(status, int):
-        code = status
+        # as CPython: a status that is no C long exits -1 (255)
+        code = status if -(2**63) <= status < 2**63 else -1
     else:  # as Python prints a SystemExit's message
         try:
             print(status, file=sys.stderr)
@@ -189,10 +192,16 @@ def _end(status: object) -> None:
             pass
         code = 1
     run_handlers()
-    for stream in (sys.stdout, sys.stderr):
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or getattr(stream, "closed", False):  # Python skips it too
+            continue
         try:
-            if stream is not None:
-                stream.flush()
-        except Exception:  # a closed pipe, a full disk
+            stream.flush()
+        except Exception as e:  # a closed pipe, a full disk
             code = 120
+            try:
+                os.write(2, f"fgrpo-theory: {name}: {e}\n".encode(errors="replace"))
+            except OSError:
+                pass
     os._exit(code & 0xFF)  # the status the OS keeps of sys.exit(code)
