@@ -123,3 +123,20 @@ def test_the_summary_without_pandas_is_the_pandas_one(cli, tmp_path, args, fmt):
     frame = cli("simulate", *args, "--format", fmt, "--out", str(tmp_path / "log.parquet"))
     assert frame.code == 0, frame.err
     assert light.out == frame.out
+
+
+@pytest.mark.parametrize("tables", [False, True])
+def test_simulate_as_columns_builds_the_same_frames(tables):
+    """``simulate(..., as_frame=False)``: the dicts the DataFrames are built from (pandas'
+    constructor is the oracle of what they hold)."""
+    from fgrpo_theory.sim import SimConfig, simulate
+
+    cfg = SimConfig(K=40, N=4, steps=20, seeds=2, log_every=5, subsets={"top": "0..3"},
+                    thresholds=(0.05,) if tables else ())  # fmt: skip
+    frames = simulate(cfg, tables=tables)
+    cols = simulate(cfg, tables=tables, as_frame=False)
+    if not tables:
+        frames, cols = (frames,), (cols,)
+    for frame, col in zip(frames, cols, strict=True):
+        assert isinstance(col, dict)
+        pd.testing.assert_frame_equal(pd.DataFrame(col), frame)

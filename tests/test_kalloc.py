@@ -52,6 +52,27 @@ def test_the_errors_are_numbas(n, m, message):
             fn(n, m, like)
 
 
+@numba.njit
+def _ours_shapes(n, m):
+    return empty((np.int32(n), m), np.float64), zeros((), np.int64), zeros((np.int32(n),), np.uint8)
+
+
+@numba.njit
+def _numbas_shapes(n, m):
+    return (
+        np.empty((np.int32(n), m), np.float64), np.zeros((), np.int64),
+        np.zeros((np.int32(n),), np.uint8),
+    )  # fmt: skip
+
+
+def test_mixed_integer_and_empty_shapes_are_numbas():
+    ours, numbas = _ours_shapes(3, 4), _numbas_shapes(3, 4)
+    assert [numba.typeof(a) for a in ours] == [numba.typeof(a) for a in numbas]
+    for a, b in zip(ours, numbas, strict=True):
+        assert (a.shape, a.strides, a.dtype) == (b.shape, b.strides, b.dtype)
+    assert ours[1][()] == 0 and ours[2].tobytes() == bytes(3)
+
+
 def test_an_untyped_call_is_refused():
     @numba.njit
     def bad(n):

@@ -20,8 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: A first simulate of the sum-tree loop (its helper compiles the tree's kernels first), then one
 #: of the small-K loop and one of the general dense loop; prints the rows' hashes, the metrics
-#: pass's cache hits and misses in this process, those of the tree's kernels, and the helpers
-#: it started.
+#: pass's cache hits and misses in this process, and the helpers it started.
 #: ``HELPER`` = "0": this process may not start one; ``ADDRESS`` = "0": the loops link the pass
 #: in (the calls before the address existed).
 RUNS = r"""
@@ -47,10 +46,8 @@ for cfg in (SimConfig(K=1000, N=8, steps=30, seeds=3, backend="sumtree", log_eve
     rows.append(hashlib.sha256(num.tobytes()).hexdigest())
 stats = kmetrics._metrics.stats
 key = kmetrics.METRICS_ARGS
-from fgrpo_theory.sim.sumtree import tree_build
-tree = sum(sum(d.values()) for d in (tree_build.stats.cache_hits, tree_build.stats.cache_misses))
 print(json.dumps(dict(rows=rows, hits=stats.cache_hits.get(key, 0),
-                      misses=stats.cache_misses.get(key, 0), helpers=sum(started), tree=tree)))
+                      misses=stats.cache_misses.get(key, 0), helpers=sum(started))))
 """
 
 
@@ -76,13 +73,36 @@ def test_the_helpers_metrics_pass_is_loaded_and_gives_the_numbers_of_a_linked_on
     assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"]
     # cold: the helper compiled the pass, this process loaded it (one notice, this process's)
     assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (1, 1, 0, 1)
-    # the tree's kernel came from the helper through the cache, or (the helper was late)
-    # compiled here: the rows above are the same either way
-    assert cold["tree"] == 1
     # warm: no helper, nothing compiled, no notice
     assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == (0, 1, 0, 0)
     assert (alone["hits"], alone["misses"], n_alone) == (0, 1, 1)  # compiled here
     assert (linked["helpers"], n_linked) == (0, 1)
+
+
+TREE_AFTER_HELPER = r"""
+import json
+from fgrpo_theory.sim import SimConfig, beside, simulate
+from fgrpo_theory.sim.sumtree import tree_build, tree_leaf_range
+beside._cores = lambda: 1  # no helper of its own: what it finds was the helper's
+simulate(SimConfig(K=1000, N=8, steps=30, seeds=3, backend="sumtree"), threads=1)
+print(json.dumps([[sum(d.values()) for d in (f.stats.cache_hits, f.stats.cache_misses)]
+                  for f in (tree_build, tree_leaf_range)]))
+"""
+
+
+def test_the_helpers_tree_kernels_are_the_ones_the_loop_loads(tmp_path):
+    """What the helper compiles on the sum-tree path (``sum_tree_then_metrics``, run alone
+    first) is what ``run_steps``' compilation asks for: it loads both tree kernels from the
+    cache and compiles neither (a signature that differs would show as a miss)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), FGRPO_THEORY_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(REPO))  # fmt: skip
+    helper = "from fgrpo_theory.sim import beside; beside.sum_tree_then_metrics()"
+    for code in (helper, TREE_AFTER_HELPER):
+        res = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [[1, 0], [1, 0]]
 
 
 def _popen_spy(monkeypatch) -> list[subprocess.Popen]:

@@ -294,7 +294,9 @@ def pop_run(theta0, phi0, correct, rare, has_rare, n_train, B, steps, log_steps,
         lq_row = sr.lq.shape[0] > 1
     state = new_stream(key)
     ostate = new_stream(_mix64(key ^ ORDER_SALT))
-    perm = np.arange(n_train)
+    perm = empty(n_train, np.int64)  # 0 .. n_train - 1 (np.arange compiles Numba's allocator)
+    for i in range(n_train):
+        perm[i] = i
     pos = n_train
     inv_n = 1.0 / (B * N)
     n_log = log_steps.shape[0]
@@ -508,7 +510,9 @@ def batch_gradients(theta, phi, correct, rare, has_rare, n_train, B, adv_c, adv_
     counts = zeros(N_CNT, np.int64)
     state = new_stream(key)
     ostate = new_stream(_mix64(key ^ ORDER_SALT))
-    perm = np.arange(n_train)
+    perm = empty(n_train, np.int64)  # 0 .. n_train - 1 (np.arange compiles Numba's allocator)
+    for i in range(n_train):
+        perm[i] = i
     inv_n = 1.0 / (B * N)
     for _ in range(n_draws):
         _shuffle(perm, ostate)

@@ -50,11 +50,14 @@ def sum_tree_then_metrics() -> None:
     """The helper's work when the run loop is :func:`.kernels.run_steps` on the sum tree: the
     tree's two kernels that the loop calls (:mod:`.sumtree`), then the metrics pass.
 
-    The parent's compilation of the loop reaches those two about 1.2 s after it starts and
-    compiles them (0.4 s) unless it finds them in the disk cache; the helper, started beside
-    it, has them there by then (its own start takes about 0.6 s, the metrics pass 2.5 s,
-    against 4 s for the loop). Either way the loop links the same code: a kernel loaded from
-    the cache brings the module it was compiled into for linking, as a fresh one does."""
+    The parent's compilation of the loop reaches those two 1.2-1.7 s after it starts and
+    compiles them (0.4 s) unless it finds them in the disk cache. Measured on the 2-core machine
+    (Nov 2026): the helper had them there in time, and the parent then waited 0.0-1.5 s for the
+    helper's metrics pass instead (6 cold runs); with the two compiled in the parent, 3
+    interleaved cold runs were no faster or slower within the machine's noise. Either way the
+    loop links the same code: a kernel loaded from the cache brings the module it was compiled
+    into for linking, as a fresh one does. The signatures below are those ``run_steps`` asks
+    for (``tests/test_sim_beside.py`` checks the loop then compiles neither)."""
     from numba import types
 
     from .kmetrics import metrics_address

@@ -18,7 +18,8 @@ strides, dtypes, alignment, contents and errors against ``np.empty`` and ``np.ze
 Numba.
 
 The dtype is always given: a NumPy scalar type (``np.float64``, ``np.int64``, ``np.uint8``,
-``np.bool_``) or an array's ``.dtype``.
+``np.bool_``) or an array's ``.dtype``. The shape is an integer or a tuple of integers (of any
+widths; ``()`` gives a 0-d array), as ``np.empty`` takes it; a dtype string is not typed.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _signature(shape, dtype):  # noqa: ANN001, ANN202 - Numba types
     """The array type and signature of ``empty(shape, dtype)``, or None (not typed)."""
     if isinstance(shape, types.Integer):
         ndim = 1
-    elif isinstance(shape, types.UniTuple) and isinstance(shape.dtype, types.Integer):
-        ndim = shape.count
+    elif isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape):
+        ndim = len(shape)  # (the empty tuple: a 0-d array)
     else:
         return None
     if isinstance(dtype, types.NumberClass):
@@ -63,7 +64,7 @@ def _codegen(zero: bool):  # noqa: ANN202 - Numba's codegen
             mult = builder.smul_with_overflow(nitems, s)
             nitems = builder.extract_value(mult, 0)
             overflow = builder.or_(overflow, builder.extract_value(mult, 1))
-        strides = [itemsize]
+        strides = [itemsize] if shapes else []
         for s in reversed(shapes[1:]):
             strides.append(builder.mul(strides[-1], s))
         strides.reverse()

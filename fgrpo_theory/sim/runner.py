@@ -323,8 +323,8 @@ class SimTables(NamedTuple):
     row per run and Q_pos threshold of ``config.thresholds`` (empty if there are none).
     """
 
-    log: pd.DataFrame
-    thresholds: pd.DataFrame
+    log: pd.DataFrame | dict[str, object]  # (dicts of columns with as_frame=False)
+    thresholds: pd.DataFrame | dict[str, object]
 
 
 def _start_nll(rec: dict, n_met: int) -> np.ndarray:
@@ -378,7 +378,10 @@ def simulate(
         If false, each table is the dict of columns its DataFrame is built from, without
         importing pandas (about 0.4 s of a short run's process): column name to a 1-D array,
         or to a scalar for a column that is constant over the rows (the config columns, and
-        ``precision`` and ``scheme`` of the log). The same numbers, in the same order.
+        ``precision`` and ``scheme`` of the log). The same numbers, in the same order. The
+        arrays are not copied: the metric columns are views of one buffer, and with dynamic
+        sampling off ``kept_tail_miss_<subset>`` is the array of ``tail_miss_<subset>``; copy a
+        column before writing to it.
 
     Returns
     -------
