@@ -103,8 +103,8 @@ def _is_special(path: Path) -> bool:
 def _open_fifo(target: Path, shown: Any, name: str) -> int:
     """A descriptor open for writing on ``target`` if it is a FIFO (-1 otherwise), opened
     without blocking: refused in one line when no process reads it (it would wait forever).
-    Kept open while the writer opens the path itself, so that the reader never sees an end of
-    file in between."""
+    It is the FIFO's only opening: the result goes through it (:func:`_pour`), never through
+    a second open of the path, which would wait forever if the reader left in between."""
     try:
         if not stat.S_ISFIFO(os.stat(target).st_mode):
             return -1
@@ -113,6 +113,35 @@ def _open_fifo(target: Path, shown: Any, name: str) -> int:
         if e.errno == errno.ENXIO:
             fail(name, str(shown), "a FIFO that a process reads (none reads this one)")
         fail(name, str(shown), f"a writable path ({_describe(e)})")
+
+
+@contextlib.contextmanager
+def _private_file(name: str) -> Iterator[Path]:
+    """A path named ``name`` in a fresh folder only this user can open (removed after)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="fgrpo-theory-")
+    try:
+        yield Path(folder) / name
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pour(src: Path, fd: int) -> None:
+    """Write the file ``src`` into the non-blocking descriptor ``fd`` of a FIFO, waiting while
+    the reader has not taken what was written (interruptible by Ctrl-C). A reader that left
+    makes the write fail with ``BrokenPipeError``."""
+    import select
+
+    with open(src, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            view = memoryview(chunk)
+            while view:
+                try:
+                    view = view[os.write(fd, view) :]
+                except BlockingIOError:
+                    select.select([], [fd], [])
 
 
 def _tag(key: bytes | None, text: str) -> str:
@@ -166,7 +195,13 @@ def atomic_path(
     if _is_special(target):
         probe = _open_fifo(target, path, name)
         try:
-            yield target
+            if probe < 0:  # a device: written in place
+                yield target
+                return
+            # a FIFO: the writer writes a private file, poured into the FIFO once complete
+            with _private_file(target.name) as tmp:
+                yield tmp
+                _pour(tmp, probe)
         except OSError as e:
             fail(name, str(path), f"a writable path ({_describe(e)})")
         finally:

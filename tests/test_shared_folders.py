@@ -555,6 +555,77 @@ def test_save_figure_into_a_fifo_of_ones_own_needs_a_reader(tmp_path):
     assert fifo.is_fifo()  # written in place, never replaced
 
 
+_LEAVES = """
+import os, sys
+from fgrpo_theory._io import write_atomic
+fifo = sys.argv[1]
+reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, there when the writer looks
+import fgrpo_theory._io as io
+probe = io._open_fifo
+def probe_then_leave(*a):
+    fd = probe(*a)
+    os.close(reader)  # ... that leaves before the result is written
+    return fd
+io._open_fifo = probe_then_leave
+try:
+    write_atomic(fifo, b"x" * 100_000, name="--out")
+except ValueError as e:
+    print(e)
+"""
+
+
+def test_a_fifo_whose_reader_leaves_after_the_check_is_refused_not_waited_on(tmp_path):
+    """The writer opened the FIFO a second time after the check that a process reads it: a
+    reader that left in between made that open wait forever (Ctrl-C only). The result now goes
+    through the checked descriptor: a reader that left is one line."""
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", _LEAVES, str(fifo)], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the writer waited for a reader that had left")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"--out must be a writable path (Broken pipe); got '{fifo}'"
+    assert fifo.is_fifo()
+
+
+def test_a_result_larger_than_a_pipe_reaches_a_slow_reader_of_a_fifo_whole(tmp_path):
+    """A FIFO is written in place through a non-blocking descriptor: the writer waits while
+    the reader has not taken the last chunk (here 3 MB, many pipe buffers, read slowly)."""
+    import time
+
+    from fgrpo_theory._io import write_atomic
+
+    fifo = tmp_path / "big.bin"
+    os.mkfifo(fifo)
+    data = np.random.default_rng(5).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    got = bytearray()
+    opened = threading.Event()
+
+    def read_slowly() -> None:
+        with open(fifo, "rb", buffering=0) as fh:
+            opened.set()
+            while chunk := fh.read(1 << 18):
+                got.extend(chunk)
+                time.sleep(0.01)
+
+    reader = threading.Thread(target=read_slowly, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the reader's open returns once a writer opens too
+        try:
+            write_atomic(fifo, data)
+            break
+        except ValueError as e:  # not open for reading yet: no reader
+            assert "none reads this one" in str(e)
+            time.sleep(0.01)
+    reader.join(timeout=30)
+    assert not reader.is_alive() and opened.is_set()
+    assert bytes(got) == data and fifo.is_fifo()
+
+
 @pytest.mark.skipif(not IS_ROOT, reason="a symlink owned by another user needs root (chown -h)")
 def test_a_cache_folder_is_refused_if_any_symlink_on_the_way_is_foreign(tmp_path):
     """Every symlink met on the way (also inside a link's target) must be the user's or root's;
