@@ -60,8 +60,8 @@ _CREATE_FLAGS = (
 )
 
 
-def _check_key_fd(fd: int) -> str | None:
-    st = os.fstat(fd)
+def _check_key(st: os.stat_result) -> str | None:
+    """Why the key file of status ``st`` cannot be trusted as it is (None: it can)."""
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file"
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
@@ -258,8 +258,10 @@ def folder_key(folder: str | os.PathLike[str]) -> tuple[bytes | None, str | None
         except OSError as e:
             return None, f"its key file {path} cannot be opened ({e.strerror or e})"
         try:
-            why = _check_key_fd(fd)
+            # one look at the file, for the check and for what follows: a creator removing its
+            # temporary in between made a checked second link look like a foreign one
             st = os.fstat(fd)
+            why = _check_key(st)
             if why is None:
                 key = os.read(fd, _KEY_BYTES + 1)
                 if len(key) == _KEY_BYTES:
