@@ -134,6 +134,8 @@ def _pour(src: Path, fd: int) -> None:
     makes the write fail with ``BrokenPipeError``."""
     import select
 
+    poller = select.poll()  # (not select.select: no limit on the descriptor's number)
+    poller.register(fd, select.POLLOUT)
     with open(src, "rb") as fh:
         while chunk := fh.read(1 << 16):
             view = memoryview(chunk)
@@ -141,7 +143,7 @@ def _pour(src: Path, fd: int) -> None:
                 try:
                     view = view[os.write(fd, view) :]
                 except BlockingIOError:
-                    select.select([], [fd], [])
+                    poller.poll()
 
 
 def _tag(key: bytes | None, text: str) -> str:
