@@ -321,14 +321,24 @@ def write_atomic(
     return Path(path)
 
 
+#: A temporary written to less than this many seconds ago is never removed as stale: its
+#: name's process id is one of this host and PID namespace, and the folder may be shared with
+#: another (NFS, a container) where that number names a live writer.
+STALE_TEMP_SECONDS = 60.0
+
+
 def remove_stale_temps(folder: str | os.PathLike[str], key: bytes) -> list[Path]:
     """Delete this tool's temporary files in ``folder`` whose process is gone.
 
     Only regular files whose name carries a tag that verifies under ``key`` (the folder's key,
     :mod:`fgrpo_theory._trust`) are candidates: a file this tool did not create is never removed,
-    whatever its name. Returns the removed paths. Files of live processes are kept.
+    whatever its name. Returns the removed paths. Files of live processes are kept, and so are
+    files written to in the last :data:`STALE_TEMP_SECONDS`: the PID in a name is one of the
+    host that wrote it, and a sweep starting on another host of a shared folder removed
+    temporaries that were still being written (the writer then failed).
     """
     import hmac
+    import time
 
     removed = []
     with contextlib.suppress(OSError):
@@ -341,6 +351,9 @@ def remove_stale_temps(folder: str | os.PathLike[str], key: bytes) -> list[Path]
                 continue
             if pid_alive(int(m.group(2))):
                 continue
+            with contextlib.suppress(OSError):
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < STALE_TEMP_SECONDS:
+                    continue
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))

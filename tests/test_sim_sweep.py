@@ -178,8 +178,8 @@ def test_temporaries_of_dead_runs_are_removed_and_nothing_else(tmp_path):
     cfgs, (a, _) = _files(tmp_path)
     key, _ = folder_key(tmp_path)
 
-    def ours(pid):
-        head = f".{a.stem}.tmp-{pid}-{'0' * 16}"
+    def ours(pid, rand="0" * 16):
+        head = f".{a.stem}.tmp-{pid}-{rand}"
         return tmp_path / f"{head}{_tag(key, head)}.parquet"
 
     dead, alive = ours(_dead_pid()), ours(os.getppid())  # a live process, not this one
@@ -187,9 +187,14 @@ def test_temporaries_of_dead_runs_are_removed_and_nothing_else(tmp_path):
     forged = tmp_path / f".{a.stem}.tmp-{_dead_pid()}-{'0' * 32}.parquet"  # wrong tag
     for f in (dead, alive, lookalike, forged):
         f.write_bytes(b"half")
+        os.utime(f, (f.stat().st_atime, f.stat().st_mtime - 120))  # not written for 2 minutes
+    # a PID that is gone here, written to just now: a writer on another host sharing the folder
+    # (a sweep starting there removed it, and the writer failed: 3 of 3 sweeps in a review)
+    elsewhere = ours(_dead_pid(), "1" * 16)
+    elsewhere.write_bytes(b"half")
     run_sweep(SMALL, tmp_path, progress=False)
     assert not dead.exists()
-    assert alive.exists() and lookalike.exists() and forged.exists()
+    assert alive.exists() and lookalike.exists() and forged.exists() and elsewhere.exists()
 
 
 def _record(pid, token="0" * 16, host=None):
