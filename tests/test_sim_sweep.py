@@ -205,6 +205,62 @@ def _record(pid, token="0" * 16, host=None):
     return json.dumps({"tool": "fgrpo-theory", "pid": pid, "host": host, "token": token})
 
 
+def test_a_stale_empty_lock_taken_over_first_by_another_is_not_taken_again(tmp_path, monkeypatch):
+    """Two processes judge the same empty lock stale (a crash between its creation and its
+    record). The first moves it aside and creates its own, still empty while it writes the
+    record; the second then moved that one aside, compared bytes (empty both) and deleted it:
+    both computed the config (88 of 100 rounds in a review, with delays injected). Here the
+    first's takeover happens right after the second's judgement: the second must back off and
+    leave the first's lock in place."""
+    import os
+    import time
+
+    from fgrpo_theory.sim import locks
+
+    lock = tmp_path / ".0123456789abcdef.lock"
+    lock.write_bytes(b"")
+    old = time.time() - 10 * locks.LOCK_GRACE
+    os.utime(lock, (old, old))
+    judge = locks._lock_state
+
+    def judged_then_taken_by_another(p):
+        state = judge(p)
+        assert state[0] and state[2] == b""  # stale and empty
+        p.unlink()  # the other process moved it aside and removed it ...
+        p.write_bytes(b"")  # ... and created its own, not written yet
+        return state
+
+    monkeypatch.setattr(locks, "_lock_state", judged_then_taken_by_another)
+    assert locks._try_lock(lock) is False
+    assert lock.exists() and lock.read_bytes() == b""
+    assert [p.name for p in tmp_path.iterdir()] == [lock.name]  # nothing left aside
+    assert time.time() - os.lstat(lock).st_mtime < locks.LOCK_GRACE  # the other's, new file
+
+
+def test_a_released_lock_is_gone_before_its_token(tmp_path, monkeypatch):
+    """A thread that reads a lock naming this process judges it by its token: without one it
+    is stale. Releasing discarded the token first and removed the file after, so in between
+    another thread could take the lock over while it was being released (a review's stress test:
+    a held lock missing, one left behind for 10 minutes). Every token discarded must be that
+    of a lock file already removed."""
+    from fgrpo_theory.sim import locks, sweep
+
+    present_at_discard = []
+
+    class Tokens(set):
+        def discard(self, token):
+            present_at_discard.extend(
+                p.name for p in tmp_path.glob("*.lock") if token in p.read_text()
+            )
+            super().discard(token)
+
+    tokens = Tokens()
+    monkeypatch.setattr(locks, "_MY_TOKENS", tokens)
+    monkeypatch.setattr(sweep, "_MY_TOKENS", tokens)
+    run_sweep(SMALL, tmp_path, progress=False)
+    assert present_at_discard == [] and _hidden(tmp_path) == []
+
+
 def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     cfgs, (a, _) = _files(tmp_path)
     lock = tmp_path / f".{config_hash(cfgs[0])}.lock"

@@ -132,6 +132,7 @@ def _try_lock(lock: Path) -> bool:
                 lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644
             )
         except FileExistsError:
+            seen = _identity(lock)  # the file judged: one that replaced it is never taken over
             stale, holder, raw = _lock_state(lock)
             if not stale:
                 return False
@@ -148,8 +149,14 @@ def _try_lock(lock: Path) -> bool:
                 # no process holds it and it cannot be moved; waiting for it would never end
                 _not_a_lock(lock, e)
                 return True
-            if _regular_or_missing(moved) if foreign else _read_lock(moved)[0] != raw:
-                # raced: we moved a fresh lock, put it back
+            if (
+                _regular_or_missing(moved)
+                if foreign
+                else _identity(moved) != seen or _read_lock(moved)[0] != raw
+            ):
+                # raced: we moved a fresh lock, put it back (compared by file, not only by
+                # bytes: two empty locks have the same bytes, and a process that had taken over
+                # a stale empty lock, its own still empty, lost it to a second one)
                 with contextlib.suppress(OSError):
                     os.replace(moved, lock)
                 return False
@@ -171,6 +178,17 @@ def _try_lock(lock: Path) -> bool:
             f.write(json.dumps(record) + "\n")
         return True
     return False
+
+
+def _identity(p: Path) -> tuple[int, int, int] | None:
+    """``(device, inode, mtime in ns)`` of the file named ``p`` (not followed); None if there is
+    none. The time tells a new file from the one it replaced when the file system gives it the
+    freed inode again (it did here), and a lock refreshed by its holder from the stale one."""
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
 
 
 def _regular_or_missing(p: Path) -> bool:

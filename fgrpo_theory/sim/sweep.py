@@ -454,9 +454,12 @@ def run_configs(
             lock = _lock_path(out, configs[i], key)
             rec = _read_lock(lock)[1]
             if rec is not None and rec["pid"] == os.getpid() and rec["token"] in _MY_TOKENS:
-                _MY_TOKENS.discard(rec["token"])
+                # removed before its token: another thread of this process judges a lock naming
+                # this process by its token (stale without it), and took over, moved aside and
+                # put back the lock between a discard and the unlink (a review's stress test)
                 with contextlib.suppress(OSError):
                     lock.unlink()
+                _MY_TOKENS.discard(rec["token"])
 
     announced: set[int] = set()
 
