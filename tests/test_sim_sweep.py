@@ -246,9 +246,11 @@ def test_a_released_lock_is_gone_before_its_token(tmp_path, monkeypatch):
     from fgrpo_theory.sim import locks, sweep
 
     present_at_discard = []
+    discarded = []
 
     class Tokens(set):
         def discard(self, token):
+            discarded.append(token)
             present_at_discard.extend(
                 p.name for p in tmp_path.glob("*.lock") if token in p.read_text()
             )
@@ -258,6 +260,7 @@ def test_a_released_lock_is_gone_before_its_token(tmp_path, monkeypatch):
     monkeypatch.setattr(locks, "_MY_TOKENS", tokens)
     monkeypatch.setattr(sweep, "_MY_TOKENS", tokens)
     run_sweep(SMALL, tmp_path, progress=False)
+    assert len(discarded) == 2  # both configs' locks were taken and released
     assert present_at_discard == [] and _hidden(tmp_path) == []
 
 
