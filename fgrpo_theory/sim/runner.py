@@ -319,11 +319,10 @@ def _next_chunk(steps: int, seconds: float, planned: int) -> int:
 class SimTables(NamedTuple):
     """Output of ``simulate(config, tables=True)``.
 
-    ``log``: the long per-step frame (what ``simulate`` returns by default); ``thresholds``: one
-    row per run and Q_pos threshold of ``config.thresholds`` (empty if there are none).
-    """
+    ``log``: the long per-step frame (``simulate``'s default output); ``thresholds``: one row per
+    run and Q_pos threshold of ``config.thresholds`` (none: empty); dicts if ``as_frame=False``."""
 
-    log: pd.DataFrame | dict[str, object]  # (dicts of columns with as_frame=False)
+    log: pd.DataFrame | dict[str, object]
     thresholds: pd.DataFrame | dict[str, object]
 
 
