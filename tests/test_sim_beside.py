@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,13 +23,16 @@ REPO = Path(__file__).resolve().parent.parent
 #: A first simulate of the sum-tree loop (its helper compiles the tree's kernels first), then one
 #: of the small-K loop and one of the general dense loop; prints the rows' hashes, the metrics
 #: pass's cache hits and misses in this process, and the helpers it started.
-#: ``HELPER`` = "0": this process may not start one; ``ADDRESS`` = "0": the loops link the pass
-#: in (the calls before the address existed).
+#: ``HELPER`` = "0": this process may not start one; ``FORK`` = "0": its helper is a fresh
+#: ``python``, not a fork; ``ADDRESS`` = "0": the loops link the pass in (the calls before the
+#: address existed).
 RUNS = r"""
 import hashlib, json, os
 from fgrpo_theory.sim import beside, kmetrics, runner
 if os.environ["HELPER"] == "0":
     beside._cores = lambda: 1
+if os.environ["FORK"] == "0":
+    beside._can_fork = lambda: False
 runner.METRICS_BY_ADDRESS = os.environ["ADDRESS"] == "1"
 started = []
 start = beside._start
@@ -51,9 +56,9 @@ print(json.dumps(dict(rows=rows, hits=stats.cache_hits.get(key, 0),
 """
 
 
-def _run(cache: Path, helper: str = "1", address: str = "1") -> tuple[dict, int]:
+def _run(cache: Path, helper: str = "1", address: str = "1", fork: str = "1") -> tuple[dict, int]:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), FGRPO_THEORY_CACHE_DIR=str(cache),
-               HELPER=helper, ADDRESS=address, PYTHONPATH=str(REPO))  # fmt: skip
+               HELPER=helper, ADDRESS=address, FORK=fork, PYTHONPATH=str(REPO))  # fmt: skip
     res = subprocess.run(
         [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=600
     )
@@ -68,11 +73,14 @@ def test_the_helpers_metrics_pass_is_loaded_and_gives_the_numbers_of_a_linked_on
     warm, n_warm = _run(tmp_path / "a")
     alone, n_alone = _run(tmp_path / "b", helper="0")
     linked, n_linked = _run(tmp_path / "c", address="0")
-    # the same rows whether the pass was compiled by the helper, loaded from the cache,
-    # compiled here, or linked into each loop (the calls before the address existed)
-    assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"]
+    spawned, n_spawned = _run(tmp_path / "d", fork="0")
+    # the same rows whether the pass was compiled by the helper (a fork of this process, or a
+    # fresh python), loaded from the cache, compiled here, or linked into each loop (the calls
+    # before the address existed)
+    assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"] == spawned["rows"]
     # cold: the helper compiled the pass, this process loaded it (one notice, this process's)
     assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (1, 1, 0, 1)
+    assert (spawned["helpers"], spawned["hits"], spawned["misses"], n_spawned) == (1, 1, 0, 1)
     # warm: no helper, nothing compiled, no notice
     assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == (0, 1, 0, 0)
     assert (alone["hits"], alone["misses"], n_alone) == (0, 1, 1)  # compiled here
@@ -105,56 +113,145 @@ def test_the_helpers_tree_kernels_are_the_ones_the_loop_loads(tmp_path):
     assert json.loads(res.stdout.strip().splitlines()[-1]) == [[1, 0], [1, 0]]
 
 
-def _popen_spy(monkeypatch) -> list[subprocess.Popen]:
-    started: list[subprocess.Popen] = []
-    real = subprocess.Popen
+def _slow() -> None:
+    """A helper's work that outlasts any wait of the tests below."""
+    time.sleep(60)
 
-    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - Popen's signature
-        p = real(*args, **kwargs)
-        started.append(p)
-        return p
 
-    monkeypatch.setattr(beside.subprocess, "Popen", spy)
+#: Each kind of helper, with a target it takes longer than 0.05 s to finish: the fork runs
+#: :func:`_slow` (the fork has this module); the fresh python imports Numba first.
+KINDS = {
+    "fork": f"{__name__}:_slow",
+    "python": "fgrpo_theory.sim.kmetrics:metrics_address",
+}
+
+
+def _spy(monkeypatch, kind: str) -> list:
+    """The helpers :func:`beside.compile_beside` starts, of the ``kind`` asked for."""
+    started: list = []
+    real = beside._start
+
+    def spy(target: str):  # noqa: ANN202 - a Popen or a beside._Forked
+        helper = real(target)
+        if helper is not None:
+            started.append(helper)
+        return helper
+
+    monkeypatch.setattr(beside, "_start", spy)
     monkeypatch.setattr(beside, "_cores", lambda: 2)
+    monkeypatch.setattr(beside, "_can_fork", lambda: kind == "fork")
     return started
 
 
-def test_a_failed_local_compilation_kills_the_helper(monkeypatch):
-    started = _popen_spy(monkeypatch)
+def _is(kind: str, helper: object) -> bool:
+    return isinstance(helper, beside._Forked if kind == "fork" else subprocess.Popen)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_failed_local_compilation_kills_the_helper(monkeypatch, kind):
+    started = _spy(monkeypatch, kind)
 
     def fails() -> None:
         raise RuntimeError("local compile failed")
 
     t0 = time.perf_counter()
     with pytest.raises(RuntimeError, match="local compile failed"):
-        beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", fails)
-    assert len(started) == 1 and started[0].returncode is not None  # killed and reaped
+        beside.compile_beside(KINDS[kind], fails)
+    assert len(started) == 1 and _is(kind, started[0])
+    assert started[0].returncode is not None  # killed and reaped
     assert started[0].returncode < 0 and time.perf_counter() - t0 < 30
 
 
-def test_a_slow_helper_is_killed_after_the_wait(monkeypatch):
-    started = _popen_spy(monkeypatch)
-    monkeypatch.setattr(beside, "HELPER_SECONDS", 0.05)  # less than importing Numba takes
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_slow_helper_is_killed_after_the_wait(monkeypatch, kind):
+    started = _spy(monkeypatch, kind)
+    monkeypatch.setattr(beside, "HELPER_SECONDS", 0.05)
     ran = []
-    beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", lambda: ran.append(1))
-    assert ran == [1]
-    assert len(started) == 1 and started[0].returncode is not None and started[0].returncode < 0
+    t0 = time.perf_counter()
+    beside.compile_beside(KINDS[kind], lambda: ran.append(1))
+    assert ran == [1] and time.perf_counter() - t0 < 30
+    assert len(started) == 1 and _is(kind, started[0])
+    assert started[0].returncode is not None and started[0].returncode < 0
 
 
-def test_a_failing_helper_changes_nothing(monkeypatch):
-    started = _popen_spy(monkeypatch)
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_failing_helper_changes_nothing(monkeypatch, kind):
+    started = _spy(monkeypatch, kind)
     ran = []
     beside.compile_beside("fgrpo_theory.no_such_module:f", lambda: ran.append(1))
     assert ran == [1]
-    assert len(started) == 1 and started[0].returncode not in (None, 0)
+    assert len(started) == 1 and _is(kind, started[0])
+    assert started[0].returncode not in (None, 0)
 
 
-def test_no_helper_on_one_core(monkeypatch):
-    started = _popen_spy(monkeypatch)
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_no_helper_on_one_core(monkeypatch, kind):
+    started = _spy(monkeypatch, kind)
     monkeypatch.setattr(beside, "_cores", lambda: 1)
     ran = []
-    beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", lambda: ran.append(1))
+    beside.compile_beside(KINDS[kind], lambda: ran.append(1))
     assert ran == [1] and started == []
+
+
+def test_a_process_running_another_thread_is_not_forked():
+    """A fork copies only the calling thread: a lock another thread holds at that moment (a
+    module's import lock, a logging handler's) would stay held in the fork forever."""
+    linux = sys.platform.startswith("linux")
+    assert beside._can_fork() is (linux and threading.active_count() == 1)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert beside._can_fork() is False
+    finally:
+        stop.set()
+        other.join()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGCHLD"), reason="POSIX signals")
+def test_a_forked_helper_reaped_by_the_system_counts_as_done(monkeypatch):
+    """With SIGCHLD ignored (a host application's choice) the system reaps the fork itself and
+    waiting for it finds no child: that is a helper that has ended, not an error."""
+    started = _spy(monkeypatch, "fork")
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        ran = []
+        beside.compile_beside(
+            "fgrpo_theory.sim.beside:_cores", lambda: (time.sleep(0.2), ran.append(1))
+        )
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+    assert ran == [1] and len(started) == 1 and started[0].returncode == 0
+
+
+FORKED_EXIT = r"""
+import atexit, os, sys
+from fgrpo_theory.sim import beside
+beside._cores = lambda: 2
+def handler():
+    with open(os.environ["LOG"], "a") as f:
+        f.write("exit handler\n")
+atexit.register(handler)
+sys.stdout.write("before the fork\n")  # (a pipe: held in the buffer, not yet written)
+ran = []
+beside.compile_beside("fgrpo_theory.sim.beside:_cores", lambda: ran.append(1))
+print("after", ran, beside._can_fork())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
+def test_a_forked_helper_writes_nothing_and_runs_no_exit_handler(tmp_path):
+    """The fork ends with ``os._exit``: this process's buffered output is written once, and its
+    exit handlers (here one that writes to a file) run once."""
+    log = tmp_path / "log"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), FGRPO_THEORY_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(REPO), LOG=str(log))  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", FORKED_EXIT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "before the fork\nafter [1] True\n"
+    assert log.read_text() == "exit handler\n"
 
 
 _V1 = "4:cpu,cpuacct:/\n"  # a process's line of the v1 cpu hierarchy, at its top
@@ -215,7 +312,7 @@ def test_no_helper_under_a_one_cpu_quota(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert beside._cores() == 1.0
     cores = beside._cores
-    started = _popen_spy(monkeypatch)
+    started = _spy(monkeypatch, "python")
     monkeypatch.setattr(beside, "_cores", cores)  # (the spy says 2)
     ran = []
     beside.compile_beside("fgrpo_theory.sim.kmetrics:metrics_address", lambda: ran.append(1))
