@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -38,7 +39,8 @@ started = []
 start = beside._start
 def counted(target):
     helper = start(target)
-    started.append(helper is not None)
+    if helper is not None:
+        started.append(type(helper).__name__)
     return helper
 beside._start = counted
 from fgrpo_theory.sim import SimConfig, simulate
@@ -52,7 +54,7 @@ for cfg in (SimConfig(K=1000, N=8, steps=30, seeds=3, backend="sumtree", log_eve
 stats = kmetrics._metrics.stats
 key = kmetrics.METRICS_ARGS
 print(json.dumps(dict(rows=rows, hits=stats.cache_hits.get(key, 0),
-                      misses=stats.cache_misses.get(key, 0), helpers=sum(started))))
+                      misses=stats.cache_misses.get(key, 0), helpers=started)))
 """
 
 
@@ -79,12 +81,15 @@ def test_the_helpers_metrics_pass_is_loaded_and_gives_the_numbers_of_a_linked_on
     # before the address existed)
     assert cold["rows"] == warm["rows"] == alone["rows"] == linked["rows"] == spawned["rows"]
     # cold: the helper compiled the pass, this process loaded it (one notice, this process's)
-    assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (1, 1, 0, 1)
-    assert (spawned["helpers"], spawned["hits"], spawned["misses"], n_spawned) == (1, 1, 0, 1)
+    fork = ["_Forked"] if sys.platform.startswith("linux") else ["Popen"]
+    assert (cold["helpers"], cold["hits"], cold["misses"], n_cold) == (fork, 1, 0, 1)
+    assert (spawned["helpers"], spawned["hits"], spawned["misses"], n_spawned) == (
+        ["Popen"], 1, 0, 1,
+    )  # fmt: skip
     # warm: no helper, nothing compiled, no notice
-    assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == (0, 1, 0, 0)
+    assert (warm["helpers"], warm["hits"], warm["misses"], n_warm) == ([], 1, 0, 0)
     assert (alone["hits"], alone["misses"], n_alone) == (0, 1, 1)  # compiled here
-    assert (linked["helpers"], n_linked) == (0, 1)
+    assert (linked["helpers"], n_linked) == ([], 1)
 
 
 TREE_AFTER_HELPER = r"""
@@ -184,28 +189,81 @@ def test_a_failing_helper_changes_nothing(monkeypatch, kind):
     assert started[0].returncode not in (None, 0)
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_no_helper_on_one_core(monkeypatch, kind):
-    started = _spy(monkeypatch, kind)
+def test_no_helper_on_one_core(monkeypatch):
+    started = _spy(monkeypatch, "fork")
     monkeypatch.setattr(beside, "_cores", lambda: 1)
     ran = []
-    beside.compile_beside(KINDS[kind], lambda: ran.append(1))
+    beside.compile_beside(KINDS["fork"], lambda: ran.append(1))
     assert ran == [1] and started == []
 
 
-def test_a_process_running_another_thread_is_not_forked():
+def test_a_process_running_another_thread_is_not_forked(monkeypatch):
     """A fork copies only the calling thread: a lock another thread holds at that moment (a
-    module's import lock, a logging handler's) would stay held in the fork forever."""
-    linux = sys.platform.startswith("linux")
-    assert beside._can_fork() is (linux and threading.active_count() == 1)
+    module's import lock, a logging handler's) would stay held in the fork forever. With a
+    second thread running, the helper is a fresh python."""
+    started: list = []
+    start = beside._start
+    monkeypatch.setattr(beside, "_start", lambda target: started.append(start(target)))
+    monkeypatch.setattr(beside, "_cores", lambda: 2)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert beside._can_fork() is False
+        beside.compile_beside("fgrpo_theory.no_such_module:f", lambda: None)
     finally:
         stop.set()
         other.join()
+    assert len(started) == 1 and isinstance(started[0], subprocess.Popen)
+
+
+def _hold_sigint_for_a_minute() -> None:
+    """A fork's work: it takes a minute unless a SIGINT ends it."""
+    time.sleep(60)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
+@pytest.mark.parametrize("ignored", [False, True])
+def test_a_ctrl_c_ends_a_forked_helper_unless_this_process_ignores_it(monkeypatch, ignored):
+    """The fork takes the default action of SIGINT (it dies), not this process's handler (here
+    pytest's, which would raise KeyboardInterrupt, caught, exit 1); a process that ignores
+    SIGINT (a Dask worker) has a fork that ignores it too (it is killed after the wait)."""
+    started = _spy(monkeypatch, "fork")
+    monkeypatch.setattr(beside, "HELPER_SECONDS", 1.0)
+    handler = signal.signal(
+        signal.SIGINT, signal.SIG_IGN if ignored else signal.getsignal(signal.SIGINT)
+    )
+
+    def interrupt_it() -> None:
+        time.sleep(0.3)  # (the fork reset its handler: its first steps)
+        os.kill(started[0].pid, signal.SIGINT)
+
+    try:
+        beside.compile_beside(f"{__name__}:_hold_sigint_for_a_minute", interrupt_it)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert started[0].returncode == (-signal.SIGKILL if ignored else -signal.SIGINT)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
+def test_a_forked_helper_holds_none_of_this_processs_descriptors(monkeypatch):
+    """A reader of a pipe (or FIFO) this process writes sees its end when this process closes
+    it, not when the fork ends: the fork closed its copy of every descriptor but 0-2."""
+    started = _spy(monkeypatch, "fork")
+    monkeypatch.setattr(beside, "HELPER_SECONDS", 0.05)
+    r, w = os.pipe()
+    ended = []
+
+    def close_and_read() -> None:
+        time.sleep(0.3)
+        os.close(w)
+        ready, _, _ = select.select([r], [], [], 10.0)  # the fork sleeps 60 s
+        ended.append(bool(ready) and os.read(r, 1) == b"")
+
+    try:
+        beside.compile_beside(f"{__name__}:_slow", close_and_read)
+    finally:
+        os.close(r)
+    assert ended == [True] and len(started) == 1
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGCHLD"), reason="POSIX signals")
@@ -233,16 +291,22 @@ def handler():
         f.write("exit handler\n")
 atexit.register(handler)
 sys.stdout.write("before the fork\n")  # (a pipe: held in the buffer, not yet written)
+def chatty():
+    print("the helper's own output", flush=True)
+    print("the helper's own error", file=sys.stderr, flush=True)
+kinds = []
+start = beside._start
+beside._start = lambda target: kinds.append(type(start(target)).__name__)
 ran = []
-beside.compile_beside("fgrpo_theory.sim.beside:_cores", lambda: ran.append(1))
-print("after", ran, beside._can_fork())
+beside.compile_beside("__main__:chatty", lambda: ran.append(1))
+print("after", ran, kinds)
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
 def test_a_forked_helper_writes_nothing_and_runs_no_exit_handler(tmp_path):
-    """The fork ends with ``os._exit``: this process's buffered output is written once, and its
-    exit handlers (here one that writes to a file) run once."""
+    """The fork's output goes nowhere, and it ends with ``os._exit``: this process's buffered
+    output is written once, and its exit handlers (here one that writes to a file) run once."""
     log = tmp_path / "log"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), FGRPO_THEORY_CACHE_DIR=str(tmp_path),
                PYTHONPATH=str(REPO), LOG=str(log))  # fmt: skip
@@ -250,8 +314,42 @@ def test_a_forked_helper_writes_nothing_and_runs_no_exit_handler(tmp_path):
         [sys.executable, "-c", FORKED_EXIT], env=env, capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 0, res.stderr
-    assert res.stdout == "before the fork\nafter [1] True\n"
+    assert res.stdout == "before the fork\nafter [1] ['_Forked']\n"
+    assert "the helper's own" not in res.stderr
     assert log.read_text() == "exit handler\n"
+
+
+FORKED_GARBAGE = r"""
+import gc, os
+from fgrpo_theory.sim import beside
+beside._cores = lambda: 2
+class Session:
+    def __del__(self):
+        with open(os.environ["LOG"], "a") as f:
+            f.write(f"closed in {'this process' if os.getpid() == me else 'the fork'}\n")
+me = os.getpid()
+s = Session()
+s.self = s
+gc.collect()  # s survives: it is in the oldest generation
+del s  # garbage in a cycle, not yet collected
+beside.compile_beside("gc:collect", lambda: None)  # the fork collects (its own compilation would)
+gc.collect()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
+def test_a_forked_helper_finalizes_none_of_this_processs_garbage(tmp_path):
+    """A cycle this process had not collected when it forked is finalized once, here: the fork's
+    collector does not see the objects that existed at the fork."""
+    log = tmp_path / "log"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), FGRPO_THEORY_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(REPO), LOG=str(log))  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", FORKED_GARBAGE], env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert log.read_text() == "closed in this process\n"
 
 
 _V1 = "4:cpu,cpuacct:/\n"  # a process's line of the v1 cpu hierarchy, at its top

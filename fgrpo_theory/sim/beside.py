@@ -24,12 +24,14 @@ process compiles the kernel itself, as it would without a helper; a Ctrl-C kills
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 #: How long this process waits for the helper after its own compilation (then kills it and
@@ -38,7 +40,9 @@ HELPER_SECONDS = 30.0
 
 #: The helper's program: ``-P`` (no current folder on the path), this package found where the
 #: parent found it, else nothing is compiled (exit 3).
-_HELPER = """import importlib, importlib.util, os, sys
+_HELPER = """import importlib, importlib.util, os, signal, sys
+if hasattr(signal, "pthread_sigmask"):  # started with SIGINT blocked (compile_beside)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 top, root, origin, module, function = sys.argv[1:]
 def found():
     spec = importlib.util.find_spec(top)
@@ -81,7 +85,10 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
     disk cache), then wait for the helper (see the module docstring for when there is none)."""
     helper = None
     try:
-        helper = _start(target)
+        # a Ctrl-C while the helper starts waits until this process holds the helper (it then
+        # kills it); in a fork it would otherwise run this process's handler (see _fork)
+        with _sigint_held():
+            helper = _start(target)
         local()
         if helper is not None:
             helper.wait(timeout=HELPER_SECONDS)
@@ -91,6 +98,19 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
         if helper is not None and helper.poll() is None:
             helper.kill()
             helper.wait()
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block, and delivered (if one came) after it."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _cores() -> float:
@@ -145,7 +165,8 @@ def _start(target: str) -> subprocess.Popen | _Forked | None:
 def _can_fork() -> bool:
     """Whether the helper may be a fork of this process: Linux, and no other Python thread
     (one could hold a lock, such as a module's import lock, that the fork would never see
-    released). Native threads of a BLAS pool are left alone: the child uses no BLAS."""
+    released). Native threads (a BLAS pool, Numba's threading layer) are left alone: the fork
+    compiles, it runs no parallel code."""
     import threading
 
     return sys.platform.startswith("linux") and threading.active_count() == 1
@@ -188,27 +209,43 @@ class _Forked:
 
 
 def _fork(module: str, function: str) -> _Forked | None:
-    """Fork a helper that calls ``module.function()`` and exits (0 if it returned, else 1)
-    without running this process's exit handlers or flushing its copy of this process's
-    buffered output (``os._exit``; its own output goes to ``/dev/null``)."""
+    """Fork a helper that calls ``module.function()`` and exits (0 if it returned, else 1).
+
+    Called with SIGINT blocked (:func:`compile_beside`): a Ctrl-C that reached the fork before
+    it reset its handler ran this process's handler there (measured: a KeyboardInterrupt out of
+    a fork hook, and a fork that left this function and ran the caller's ``except
+    KeyboardInterrupt``). The fork keeps only standard input, output and error, on
+    ``/dev/null``: another descriptor this process holds (an output FIFO's write end) would keep
+    a reader waiting for the fork if this process died first. Objects that exist at the fork are
+    frozen out of its garbage collector (``gc.freeze``), so a cycle this process had not yet
+    collected is not finalized a second time there. It ends with ``os._exit``: no exit handlers,
+    and no flush of this process's buffered output."""
     import warnings
 
-    with warnings.catch_warnings():
-        # Python 3.12+ warns when the process has native threads (a BLAS pool): the child
-        # compiles and exits, it never uses them
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
+    gc.freeze()
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns when the process has native threads (a BLAS pool): the child
+            # compiles and exits, it never uses them
+            warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
-        except OSError:
-            return None
+    except OSError:
+        gc.unfreeze()
+        return None
     if pid:
+        gc.unfreeze()
         return _Forked(pid)
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a Ctrl-C ends it, as it ends this one
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # (close_range: one system call)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
+        # a Ctrl-C ends the fork as it ends this process; an ignored one (a Dask worker's)
+        # stays ignored
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         import importlib
 
         getattr(importlib.import_module(module), function)()
