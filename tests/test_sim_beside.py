@@ -352,6 +352,22 @@ def test_a_forked_helper_finalizes_none_of_this_processs_garbage(tmp_path):
     assert log.read_text() == "closed in this process\n"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the helper forks on Linux")
+def test_a_forked_helper_leaves_an_applications_own_freeze_frozen():
+    """``gc.freeze`` around the fork: this process's objects go back to its collector after
+    it, unless the application had frozen objects itself (then they stay frozen)."""
+    import gc
+
+    helper = beside._fork("os", "getpid")
+    assert helper is not None and helper.wait() == 0 and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        helper = beside._fork("os", "getpid")
+        assert helper is not None and helper.wait() == 0 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 _V1 = "4:cpu,cpuacct:/\n"  # a process's line of the v1 cpu hierarchy, at its top
 
 

@@ -222,6 +222,7 @@ def _fork(module: str, function: str) -> _Forked | None:
     and no flush of this process's buffered output."""
     import warnings
 
+    frozen = gc.get_freeze_count() > 0  # (an application's own freeze is left as it was)
     gc.freeze()
     try:
         with warnings.catch_warnings():
@@ -230,10 +231,12 @@ def _fork(module: str, function: str) -> _Forked | None:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
+        pid = None
+    if pid != 0 and not frozen:
         gc.unfreeze()
+    if pid is None:
         return None
     if pid:
-        gc.unfreeze()
         return _Forked(pid)
     code = 1
     try:
