@@ -24,15 +24,16 @@ process compiles the kernel itself, as it would without a helper; a Ctrl-C kills
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+
+from .._sigint import blocked
 
 #: How long this process waits for the helper after its own compilation (then kills it and
 #: compiles the kernel itself). The helper takes about 3 s on an idle machine.
@@ -87,7 +88,7 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
     try:
         # a Ctrl-C while the helper starts waits until this process holds the helper (it then
         # kills it); in a fork it would otherwise run this process's handler (see _fork)
-        with _sigint_held():
+        with blocked():
             helper = _start(target)
         local()
         if helper is not None:
@@ -98,19 +99,6 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
         if helper is not None and helper.poll() is None:
             helper.kill()
             helper.wait()
-
-
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """SIGINT blocked in this thread for the block, and delivered (if one came) after it."""
-    if not hasattr(signal, "pthread_sigmask"):  # Windows
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _cores() -> float:
