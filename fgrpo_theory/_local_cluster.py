@@ -13,9 +13,9 @@ then reported once the cluster is closed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-
-from ._sigint import blocked
 
 if TYPE_CHECKING:
     from .distributed import DaskExecutor
@@ -154,7 +154,7 @@ def _start_fork_server(distributed: Any) -> None:
         # mask it inherits through fork and exec, until it ignores SIGINT and unblocks it
         # (:mod:`fgrpo_theory._forkserver_sigint`); here a Ctrl-C in that window stays
         # pending and reaches this process's handler once unblocked.
-        with blocked():
+        with _sigint_blocked():
             forkserver.ensure_running()
     finally:
         for k, v in saved.items():
@@ -162,6 +162,21 @@ def _start_fork_server(distributed: Any) -> None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in the calling thread for the ``with`` block (where the platform can)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 #: Dask's configuration key for how worker processes are started.

@@ -8,16 +8,11 @@ act on it (and on a second Ctrl-C, which acts at once), they call :func:`deliver
 handler they replaced, so that whatever that handler does besides raising KeyboardInterrupt
 still happens: the console script's handler arms its watchdog there, which bounds the cleanup
 that follows. The library knows nothing of who installed that handler.
-
-:func:`blocked` holds a Ctrl-C back for a few lines instead (a local cluster's fork server
-starting, a compile helper being forked) and delivers it after them.
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 
@@ -31,17 +26,3 @@ def deliver(previous: Any, frame: Any = None) -> None:
         previous(signal.SIGINT, frame)
     except KeyboardInterrupt:
         pass
-
-
-@contextmanager
-def blocked() -> Iterator[None]:
-    """SIGINT blocked in the calling thread for the ``with`` block (where the platform can: not
-    on Windows); one that came meanwhile is delivered after it."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .._sigint import blocked
+from .._local_cluster import _sigint_blocked
 
 #: How long this process waits for the helper after its own compilation (then kills it and
 #: compiles the kernel itself). The helper takes about 3 s on an idle machine.
@@ -88,7 +88,7 @@ def compile_beside(target: str, local: Callable[[], object]) -> None:
     try:
         # a Ctrl-C while the helper starts waits until this process holds the helper (it then
         # kills it); in a fork it would otherwise run this process's handler (see _fork)
-        with blocked():
+        with _sigint_blocked():
             helper = _start(target)
         local()
         if helper is not None:
