@@ -203,7 +203,12 @@ def test_a_process_running_another_thread_is_not_forked(monkeypatch):
     second thread running, the helper is a fresh python."""
     started: list = []
     start = beside._start
-    monkeypatch.setattr(beside, "_start", lambda target: started.append(start(target)))
+
+    def spy(target: str):  # noqa: ANN202 - a Popen or a beside._Forked
+        started.append(start(target))
+        return started[-1]
+
+    monkeypatch.setattr(beside, "_start", spy)
     monkeypatch.setattr(beside, "_cores", lambda: 2)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
@@ -296,7 +301,11 @@ def chatty():
     print("the helper's own error", file=sys.stderr, flush=True)
 kinds = []
 start = beside._start
-beside._start = lambda target: kinds.append(type(start(target)).__name__)
+def spy(target):
+    helper = start(target)
+    kinds.append(type(helper).__name__)
+    return helper
+beside._start = spy
 ran = []
 beside.compile_beside("__main__:chatty", lambda: ran.append(1))
 print("after", ran, kinds)
