@@ -230,12 +230,14 @@ def _hold_sigint_for_a_minute() -> None:
 @pytest.mark.parametrize("ignored", [False, True])
 def test_a_ctrl_c_ends_a_forked_helper_unless_this_process_ignores_it(monkeypatch, ignored):
     """The fork takes the default action of SIGINT (it dies), not this process's handler (here
-    pytest's, which would raise KeyboardInterrupt, caught, exit 1); a process that ignores
+    Python's, which would raise KeyboardInterrupt, caught, exit 1); a process that ignores
     SIGINT (a Dask worker) has a fork that ignores it too (it is killed after the wait)."""
     started = _spy(monkeypatch, "fork")
     monkeypatch.setattr(beside, "HELPER_SECONDS", 1.0)
+    # (set either way: a test that imports fgrpo_theory._forkserver_sigint leaves this process
+    # ignoring SIGINT)
     handler = signal.signal(
-        signal.SIGINT, signal.SIG_IGN if ignored else signal.getsignal(signal.SIGINT)
+        signal.SIGINT, signal.SIG_IGN if ignored else signal.default_int_handler
     )
 
     def interrupt_it() -> None:
