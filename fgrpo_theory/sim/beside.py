@@ -168,7 +168,20 @@ class _Forked:
         self.pid = pid
         self.returncode: int | None = None
 
-    def poll(self, flags: int = os.WNOHANG) -> int | None:
+    def poll(self) -> int | None:
+        return self._reap(os.WNOHANG)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if timeout is None:
+            return self._reap(0)
+        end = time.monotonic() + timeout
+        while self.poll() is None:  # (a 5 ms poll: the wait is seconds long, not a hot loop)
+            if time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(f"helper {self.pid}", timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+    def _reap(self, flags: int) -> int | None:
         if self.returncode is None:
             try:
                 pid, status = os.waitpid(self.pid, flags)
@@ -176,16 +189,6 @@ class _Forked:
                 pid, status = self.pid, 0
             if pid == self.pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        if timeout is None:
-            return self.poll(0)
-        end = time.monotonic() + timeout
-        while self.poll() is None:  # (a 5 ms poll: the wait is seconds long, not a hot loop)
-            if time.monotonic() >= end:
-                raise subprocess.TimeoutExpired(f"helper {self.pid}", timeout)
-            time.sleep(0.005)
         return self.returncode
 
     def kill(self) -> None:
@@ -204,14 +207,15 @@ def _fork(module: str, function: str) -> _Forked | None:
     a fork hook, and a fork that left this function and ran the caller's ``except
     KeyboardInterrupt``). The fork keeps only standard input, output and error, on
     ``/dev/null``: another descriptor this process holds (an output FIFO's write end) would keep
-    a reader waiting for the fork if this process died first. Objects that exist at the fork are
-    frozen out of its garbage collector (``gc.freeze``), so a cycle this process had not yet
-    collected is not finalized a second time there. It ends with ``os._exit``: no exit handlers,
-    and no flush of this process's buffered output."""
+    a reader waiting for the fork if this process died first. The fork freezes the objects it
+    inherits out of its garbage collector (``gc.freeze``; the collector is off from before the
+    fork until then), so a cycle this process had not yet collected is not finalized a second
+    time there; this process's collector is left as it was. It ends with ``os._exit``: no exit
+    handlers, and no flush of this process's buffered output."""
     import warnings
 
-    frozen = gc.get_freeze_count() > 0  # (an application's own freeze is left as it was)
-    gc.freeze()
+    collecting = gc.isenabled()
+    gc.disable()  # no collection in the fork before it has frozen what it inherited
     try:
         with warnings.catch_warnings():
             # Python 3.12+ warns when the process has native threads (a BLAS pool): the child
@@ -220,14 +224,15 @@ def _fork(module: str, function: str) -> _Forked | None:
             pid = os.fork()
     except OSError:
         pid = None
-    if pid != 0 and not frozen:
-        gc.unfreeze()
-    if pid is None:
-        return None
-    if pid:
-        return _Forked(pid)
+    if pid != 0:  # this process: its collector as it was
+        if collecting:
+            gc.enable()
+        return None if pid is None else _Forked(pid)
     code = 1
     try:
+        gc.freeze()  # this process's objects: never collected, nor finalized, in the fork
+        if collecting:
+            gc.enable()
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # (close_range: one system call)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
