@@ -9,12 +9,14 @@ the reference and whether the target was met. Targets are reported, never assert
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import platform
+import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,9 @@ __all__ = [
     "Timing",
     "measure",
     "measure_many",
+    "measure_rounds",
+    "paired_ratio",
+    "same_core",
     "RefWorker",
     "best_of",
     "header",
@@ -78,10 +83,21 @@ def measure_many(
     run at least that long in total. A function may return a :class:`Timing` (a call timed in
     a :class:`RefWorker`); that timing is used instead of the local clock.
     """
-    best = [Timing(float("inf"), float("inf")) for _ in fns]
+    rounds = measure_rounds(fns, repeats, min_time)
+    return [
+        Timing(min(r[i].wall for r in rounds), min(r[i].cpu for r in rounds))
+        for i in range(len(fns))
+    ]
+
+
+def measure_rounds(
+    fns: list[Callable[[], object]], repeats: int = 5, min_time: float = 0.0
+) -> list[list[Timing]]:
+    """Every round of :func:`measure_many`: ``rounds[r][i]`` is call ``r`` of ``fns[i]``."""
+    rounds: list[list[Timing]] = []
     total = [0.0 for _ in fns]
-    count = 0
-    while count < repeats or min(total) < min_time:
+    while len(rounds) < repeats or min(total) < min_time:
+        row = []
         for i, fn in enumerate(fns):
             c0 = time.process_time()
             t0 = time.perf_counter()
@@ -90,10 +106,41 @@ def measure_many(
             dc = time.process_time() - c0
             if isinstance(res, Timing):  # measured elsewhere (a RefWorker subprocess)
                 dt, dc = res.wall, res.cpu
-            best[i] = Timing(min(best[i].wall, dt), min(best[i].cpu, dc))
+            row.append(Timing(dt, dc))
             total[i] += dt
-        count += 1
-    return best
+        rounds.append(row)
+    return rounds
+
+
+def paired_ratio(rounds: list[list[Timing]], ref: int, fn: int) -> float:
+    """Median over rounds of ``fns[ref]``'s CPU time over ``fns[fn]``'s in the same round.
+
+    Two calls of one round run within a fraction of a second of each other; this machine's
+    speed moves by up to 1.5x between phases of a fraction of a second to a few seconds, and
+    the best of each function's calls can come from different phases.
+    """
+    return statistics.median(r[ref].cpu / r[fn].cpu for r in rounds)
+
+
+@contextlib.contextmanager
+def same_core() -> Iterator[None]:
+    """Run this process on the core a one-thread :class:`RefWorker` pins itself to.
+
+    The two cores of the development machine are not always equally fast. In one run of 20
+    rounds (2026-11-29) the population kernel, on whichever core the scheduler chose, took
+    53-56 ms in 6 rounds where the pinned JAX reference beside it kept its usual time (the
+    kernel's usual time: 38-41 ms). On one core, a slow phase slows both calls of a round.
+    Without ``sched_setaffinity`` (macOS) this does nothing.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    old = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(old)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, old)
 
 
 def _worker_init(torch_threads: int) -> None:
