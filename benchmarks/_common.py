@@ -129,7 +129,7 @@ def same_core() -> Iterator[None]:
     The two cores of the development machine are not always equally fast. In one run of 20
     rounds (2026-11-29) the population kernel, on whichever core the scheduler chose, took
     53-56 ms in 6 rounds where the pinned JAX reference beside it kept its usual time (the
-    kernel's usual time: 38-41 ms). On one core, a slow phase slows both calls of a round.
+    kernel's usual time: 39-41 ms). On one core, a slow phase slows both calls of a round.
     Without ``sched_setaffinity`` (macOS) this does nothing.
     """
     if not hasattr(os, "sched_setaffinity"):
