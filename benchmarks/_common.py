@@ -115,9 +115,9 @@ def measure_rounds(
 def paired_ratio(rounds: list[list[Timing]], ref: int, fn: int) -> float:
     """Median over rounds of ``fns[ref]``'s CPU time over ``fns[fn]``'s in the same round.
 
-    Two calls of one round run within a fraction of a second of each other; this machine's
-    speed moves by up to 1.5x between phases of a fraction of a second to a few seconds, and
-    the best of each function's calls can come from different phases.
+    Two calls of one round run within a fraction of a second of each other. The development
+    machine's speed moves by up to 1.5x between phases of a fraction of a second to a few
+    seconds, and the best of each function's calls can come from different phases.
     """
     return statistics.median(r[ref].cpu / r[fn].cpu for r in rounds)
 

@@ -41,7 +41,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RefWorker, Row, header, measure_rounds, paired_ratio, print_table, same_core  # noqa: E402
+from _common import (  # noqa: E402
+    RefWorker,
+    Row,
+    header,
+    measure_rounds,
+    paired_ratio,
+    print_table,
+    same_core,
+)
 from reference_numpy_population import run_reference  # noqa: E402
 
 from fgrpo_theory.population import (  # noqa: E402
@@ -134,7 +142,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (checks that it runs)")
     ap.add_argument("--ref-steps", type=int, default=100)
     ap.add_argument("--jax-only", action="store_true", help="only part 2 (kernel vs JAX)")
-    ap.add_argument("--repeats", type=int, default=7, help="part 2: best of this many rounds")
+    ap.add_argument("--repeats", type=int, default=7, help="part 2: interleaved rounds")
     a = ap.parse_args()
     if a.repeats < 1:
         ap.error(f"--repeats must be >= 1; got {a.repeats}")
