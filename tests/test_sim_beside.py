@@ -234,8 +234,8 @@ def test_a_ctrl_c_ends_a_forked_helper_unless_this_process_ignores_it(monkeypatc
     SIGINT (a Dask worker) has a fork that ignores it too (it is killed after the wait)."""
     started = _spy(monkeypatch, "fork")
     monkeypatch.setattr(beside, "HELPER_SECONDS", 1.0)
-    # (set either way: a test that imports fgrpo_theory._forkserver_sigint leaves this process
-    # ignoring SIGINT)
+    # (set either way: a pytest started in the background by a non-interactive shell, as a CI
+    # script may do, starts with SIGINT ignored)
     handler = signal.signal(
         signal.SIGINT, signal.SIG_IGN if ignored else signal.default_int_handler
     )
