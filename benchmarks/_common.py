@@ -115,22 +115,24 @@ def measure_rounds(
 def paired_ratio(rounds: list[list[Timing]], ref: int, fn: int) -> float:
     """Median over rounds of ``fns[ref]``'s CPU time over ``fns[fn]``'s in the same round.
 
-    Two calls of one round run within a fraction of a second of each other. The development
-    machine's speed moves by up to 1.5x between phases of a fraction of a second to a few
-    seconds, and the best of each function's calls can come from different phases.
+    Calls next to each other in a round run close together in time. The development machine's
+    speed moves by up to 1.5x between phases of a fraction of a second to a few seconds, and the
+    best of each function's calls can come from different phases.
     """
     return statistics.median(r[ref].cpu / r[fn].cpu for r in rounds)
 
 
 @contextlib.contextmanager
 def same_core() -> Iterator[None]:
-    """Run this process on the core a one-thread :class:`RefWorker` pins itself to.
+    """Pin the calling thread to the core a one-thread :class:`RefWorker` pins itself to.
 
-    The two cores of the development machine are not always equally fast. In one run of 20
-    rounds (2026-11-29) the population kernel, on whichever core the scheduler chose, took
-    53-56 ms in 6 rounds where the pinned JAX reference beside it kept its usual time (the
-    kernel's usual time: 39-41 ms). On one core, a slow phase slows both calls of a round.
-    Without ``sched_setaffinity`` (macOS) this does nothing.
+    Threads and processes started inside the block inherit that core (a :class:`RefWorker`
+    started inside it runs there); threads started before it keep theirs, and only the calling
+    thread's affinity is restored. Why: in 20 interleaved rounds of the population benchmark
+    (2026-11-29) with this process on any core, the kernel was slow (49-58 ms against its usual
+    39-41) in 9 rounds and the pinned JAX call beside it was slow too in 3 of them; with both on
+    one core, in 2 runs of 12 rounds, the kernel was slow in 12 rounds and JAX in all 12. The two
+    cores seem not always equally fast. Without ``sched_setaffinity`` (macOS) this does nothing.
     """
     if not hasattr(os, "sched_setaffinity"):
         yield

@@ -14,13 +14,15 @@ metrics every 50 steps, 8 seeds) and at 10x size (P = P_test = 2,560, K = 640, B
 seed), SGD (lr 3) and Adam (lr 0.01), as the presets run them. Kernel: the runner's validation
 and the kernel call, 1 thread; JAX in a clean one-thread subprocess (``_common.RefWorker``),
 both on the same core (``_common.same_core``). Calls interleaved in ``--repeats`` rounds
-(default 7), process CPU time. The value shown is the best call; the ratio judged is the median
-over rounds of the ratio of the two calls of one round (``_common.paired_ratio``), with the
-ratio of the best calls beside it. The machine's speed moves by up to 1.5x between phases of a
-fraction of a second to a few seconds: the two calls of a round run in the same phase, while
-the best calls of each can come from different ones. On 2026-11-29, before both changes, the
-ratio of the best calls printed 1.40x, 2.08x and 1.49x for the default SGD float64 row in three
-runs within 8 minutes. Targets: >= 1.5x JAX float64; the kernel's float32 mode, when the config
+(default 7; ``--quick``: 2), each kernel call next to its JAX call (kernel float64, JAX
+float64, kernel float32, JAX float32), process CPU time. The value shown is the best call; the
+ratio judged is the median over rounds of the ratio of a kernel call to the JAX call next to it
+(``_common.paired_ratio``), with the ratio of the best calls beside it (the row "kernel float64
+vs JAX float32" pairs the first and last calls of a round). The machine's speed moves by up to
+1.5x between phases of a fraction of a second to a few seconds; the best calls of each can
+come from different phases. On 2026-11-29, with this process on any core and the best calls
+compared, the default SGD float64 row printed 1.40x, 2.08x and 1.49x in three runs within 8
+minutes. Targets: >= 1.5x JAX float64; the kernel's float32 mode, when the config
 accepts it, >= 1.2x JAX float32.
 
 Targets are reported, never asserted; the machine's load average is printed with them (compare
@@ -71,7 +73,7 @@ QUICK = {
 LR = {"sgd": 3.0, "adam": 0.01}
 
 
-def bench_jax(quick: bool, repeats: int = 7) -> int:
+def bench_jax(quick: bool, repeats: int) -> int:
     """Part 2: the kernel against the JAX reference (float64, and float32 where accepted)."""
     import importlib.util
 
@@ -98,12 +100,17 @@ def bench_jax(quick: bool, repeats: int = 7) -> int:
                 c32 = _float32_config(cfg)
                 if c32 is not None:
                     fns["float32"] = lambda c=c32, p=pop: _run(c, p, 1, None)
-                for f in (*fns.values(), *jfns.values()):
+                # each kernel call next to its JAX call: kernel float64, JAX float64, kernel
+                # float32, JAX float32
+                calls = {}
+                for dt, jf in jfns.items():
+                    if dt in fns:
+                        calls[dt] = fns[dt]
+                    calls[f"jax {dt}"] = jf
+                for f in calls.values():
                     f()  # compile / warm
-                names = list(fns) + [f"jax {k}" for k in jfns]
-                rounds = measure_rounds([*fns.values(), *jfns.values()],
-                                        repeats=2 if quick else repeats)  # fmt: skip
-                at = {name: i for i, name in enumerate(names)}
+                rounds = measure_rounds(list(calls.values()), repeats=repeats)
+                at = {name: i for i, name in enumerate(calls)}
                 t = {name: min(r[i].cpu for r in rounds) for name, i in at.items()}
                 label = f"{size} {opt}"
                 for dt, lim in (("float64", 1.5), ("float32", 1.2)):
@@ -142,8 +149,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (checks that it runs)")
     ap.add_argument("--ref-steps", type=int, default=100)
     ap.add_argument("--jax-only", action="store_true", help="only part 2 (kernel vs JAX)")
-    ap.add_argument("--repeats", type=int, default=7, help="part 2: interleaved rounds")
+    ap.add_argument("--repeats", type=int, help="part 2: interleaved rounds (7; --quick: 2)")
     a = ap.parse_args()
+    if a.repeats is None:
+        a.repeats = 2 if a.quick else 7
     if a.repeats < 1:
         ap.error(f"--repeats must be >= 1; got {a.repeats}")
     if a.jax_only:
