@@ -202,12 +202,20 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
             for i in range(n):
                 vb[i] = -lb[i] if mb[i] else 0.0
             _tsum_block(vb, n, A[3 + n_sub + j], C[3 + n_sub + j])
-    row[M_ENT] = _tfold(A, C, 0)
-    row[M_QPOS] = _tfold(A, C, 1)
-    row[M_MRET] = 1.0 - _tfold(A, C, 2) / sum_p0c
-    for j in range(n_sub):
-        row[M_SUB0 + j] = _tfold(A, C, 3 + j)
-        row[M_SUB0 + 2 * n_sub + j] = _tfold(A, C, 3 + n_sub + j) / size[j]
+    # one inlined fold in a loop over the sums, not one per sum (measured: 8 cold compiles of
+    # this pass each way, 10-30 % less compilation; the same folds of the same lanes)
+    for s in range(ns):
+        v = _tfold(A, C, s)
+        if s == 0:
+            row[M_ENT] = v
+        elif s == 1:
+            row[M_QPOS] = v
+        elif s == 2:
+            row[M_MRET] = 1.0 - v / sum_p0c
+        elif s < 3 + n_sub:  # subset s - 3: its mass
+            row[M_SUB0 + s - 3] = v
+        else:  # subset j = s - 3 - n_sub: its mean NLL
+            row[M_SUB0 + n_sub + s - 3] = v / size[s - 3 - n_sub]
 
 
 _F64 = types.Array(types.float64, 1, "C")

@@ -264,15 +264,15 @@ def _run_chunk(
                 ksmall.run_small(*one_run(r, sctab, t_base, met))
 
     else:
-        # no thresholds: None, for which the kernel compiles without its threshold code
+        # None: the kernel compiles no threshold / dense / dynamic-sampling code (decided by type)
         some = n_thr > 0
-        dn = True if rec["tree"] is None else None  # None: the kernel compiles no dense code
-        tr, sr = rec["tree"], rec["scheme"]
+        dn = True if rec["tree"] is None else None
+        tr, sr, ds = rec["tree"], rec["scheme"], (True if al.dyn else None)
 
         def one_run(r: int, met: int | None) -> tuple:
             """The arguments of ``kernels.run_steps`` for run ``r``."""
             return (
-                p, lg, al, op, tr, dn, ad, sr, st.z[r], st.mm[r], st.vv[r], st.tree[r],
+                p, lg, al, op, tr, dn, ad, sr, ds, st.z[r], st.mm[r], st.vv[r], st.tree[r],
                 st.shift[r : r + 1], st.rng[r], st.ints[r], st.tails[r], step_lo, step_hi,
                 out[r], thr_out[r] if some else None, thr_step[r] if some else None, met,
             )  # fmt: skip
@@ -288,7 +288,7 @@ def _run_chunk(
         def block(lo: int, hi: int) -> None:
             if hi - lo > DIRECT_RUNS:
                 kn.run_batch(
-                    p, lg, al, op, tr, dn, ad, sr, rows(st, lo, hi), step_lo, step_hi,
+                    p, lg, al, op, tr, dn, ad, sr, ds, rows(st, lo, hi), step_lo, step_hi,
                     out[lo:hi], thr_out[lo:hi] if some else None,
                     thr_step[lo:hi] if some else None, met,
                 )  # fmt: skip
