@@ -141,11 +141,12 @@ def opt_terms(opt):
 
 
 @jit_run_exact
-def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo, step_hi, out,
-              sctab, t_base, met):  # fmt: skip
+def run_small(prob, log, alg, opt, ad, ds, z, mm, vv, state_io, ints, tails, step_lo, step_hi,
+              out, sctab, t_base, met):  # fmt: skip
     """Steps ``step_lo+1 .. step_hi`` of one run (the rows of :class:`~.records.State` as in
     :func:`~.kernels.run_steps`); ``sctab[t - t_base]``: Adam's scalars of step ``t``
     (:func:`adam_rows`); ``ad`` = None: SGD (the Adam code is not compiled), else True;
+    ``ds`` = None: no dynamic sampling (its redraw code is not compiled), else True;
     ``met``: the address of the metrics pass (:func:`~.kmetrics.metrics_address`), or None.
     Strict IEEE arithmetic: the general loop's fast-math flags change none
     of its operations here (no sum of products to fuse, no reassociation)."""
@@ -158,7 +159,7 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
     log_steps = log.log_steps
     n_log = log_steps.shape[0]
     n_sub = submask.shape[0]
-    dyn, max_res, keep, rule, algo, zero_sum, dual_c, lo_b, hi_b = alg_terms(alg)
+    _, max_res, keep, rule, algo, zero_sum, dual_c, lo_b, hi_b = alg_terms(alg)
     sgd, lr, wd, b1, b2, eps, decoupled, decay, l2 = opt_terms(opt)
     inline_adam = K < ADAM_SCALAR_K
     inv_n = 1.0 / N
@@ -202,12 +203,12 @@ def run_small(prob, log, alg, opt, ad, z, mm, vv, state_io, ints, tails, step_lo
                     active += 1
                     if n_sub > 0:
                         _count_tail(touched, nd, submask, hit, tails)
-            if not dyn or keep[X] != 0 or r >= max_res:
+            if ds is None or keep[X] != 0 or r >= max_res:  # (ds None: pruned, as ad)
                 break
             for j in range(nd):
                 cnt[touched[j]] = 0
             r += 1
-        if dyn:
+        if ds is not None:
             resamples += r
             if 0 < X < N:
                 tails[2 * n_sub] += 1
@@ -294,14 +295,15 @@ def step_scalars(opt, ad, ints, K, step_lo, step_hi):
 
 
 @jit_batch
-def run_small_batch(prob, log, alg, opt, ad, st, step_lo, step_hi, out, met):
+def run_small_batch(prob, log, alg, opt, ad, ds, st, step_lo, step_hi, out, met):
     """:func:`run_small` for every run (row) of ``st``, one after another, without the GIL (the
     runner gives each thread a block of rows); ``ad`` = None: SGD (no Adam code compiled);
+    ``ds`` = None: no dynamic sampling (no redraw code compiled);
     ``met``: the address of the metrics pass, or None."""
     sctab, t_base = step_scalars(opt, ad, st.ints, st.z.shape[1], step_lo, step_hi)
     for r in range(st.z.shape[0]):
         run_small(
-            prob, log, alg, opt, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+            prob, log, alg, opt, ad, ds, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
             st.tails[r], step_lo, step_hi, out[r], sctab, t_base, met,
         )  # fmt: skip
 

@@ -225,13 +225,14 @@ def _run_chunk(
     from .kmetrics import metrics_address
     from .threads import compile_for, n_blocks, on_threads, rows
 
-    ad = None if op.kind == OPT_SGD else True  # None: the kernels compile no Adam code
+    # an argument None: its code is not compiled (Adam, dynamic sampling; below: dense, thresholds)
+    ad, ds = (None if op.kind == OPT_SGD else True), (True if al.dyn else None)
     if SMALL_PATH and ksmall.small_eligible(rec, st.z):  # the lean loop of small K (same bits)
 
         def one_run(r: int, sctab: np.ndarray, t_base: int, met: int | None) -> tuple:
             """The arguments of ``ksmall.run_small`` for run ``r``."""
             return (
-                p, lg, al, op, ad, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
+                p, lg, al, op, ad, ds, st.z[r], st.mm[r], st.vv[r], st.rng[r], st.ints[r],
                 st.tails[r], step_lo, step_hi, out[r], sctab, t_base, met,
             )  # fmt: skip
 
@@ -256,7 +257,7 @@ def _run_chunk(
                 return
             if hi - lo > DIRECT_RUNS:
                 ksmall.run_small_batch(
-                    p, lg, al, op, ad, rows(st, lo, hi), step_lo, step_hi, out[lo:hi], met
+                    p, lg, al, op, ad, ds, rows(st, lo, hi), step_lo, step_hi, out[lo:hi], met
                 )
                 return
             sctab, t_base = scalars(lo, hi)
@@ -264,10 +265,9 @@ def _run_chunk(
                 ksmall.run_small(*one_run(r, sctab, t_base, met))
 
     else:
-        # None: the kernel compiles no threshold / dense / dynamic-sampling code (decided by type)
         some = n_thr > 0
         dn = True if rec["tree"] is None else None
-        tr, sr, ds = rec["tree"], rec["scheme"], (True if al.dyn else None)
+        tr, sr = rec["tree"], rec["scheme"]
 
         def one_run(r: int, met: int | None) -> tuple:
             """The arguments of ``kernels.run_steps`` for run ``r``."""
