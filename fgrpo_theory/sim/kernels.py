@@ -212,8 +212,8 @@ def run_steps(prob, log, alg, opt, tr, dn, ad, sr, ds, z_io, mm_io, vv_io, tree_
     moves), a :class:`~.records.Tree` the sum-tree path (SGD + log-prob + one update + zero-sum
     advantages); ``dn``: None on the sum-tree path, True on the dense path (see above); ``ad``:
     None for SGD (the Adam code is not compiled), else True; ``ds``: None without dynamic
-    sampling (the redraw code is not compiled: 10-25 % of the loop's compilation, measured on
-    the sum-tree path), else True.
+    sampling (the redraw code is not compiled: the sum-tree loop then compiled in 0.83x the
+    time, median of 10 alternating cold compiles each way, 0.75-0.99x), else True.
     ``thr_out``, ``thr_step`` = None: no thresholds (their code is not compiled). ``met``: the
     metrics pass's address (:func:`~.kmetrics.metrics_address`), or None: a direct call.
     ``sr`` = None: the scheme is its per-X tables; a :class:`~.records.SchemeTerms`
