@@ -202,10 +202,11 @@ def _metrics(z, correct, submask, p0, sum_p0c, row):
             for i in range(n):
                 vb[i] = -lb[i] if mb[i] else 0.0
             _tsum_block(vb, n, A[3 + n_sub + j], C[3 + n_sub + j])
-    # one inlined fold in a loop over the sums, not one per sum (measured: 8 cold compiles of
-    # this pass each way, 10-30 % less compilation; the same folds of the same lanes). The lost
-    # mass is divided after the loop: in it, "arcp" lets LLVM hoist 1 / sum_p0c and multiply,
-    # which rounds differently (seen: M_ret moved by 1 ulp in a third of the threshold rows)
+    # one inlined fold in a loop over the sums, not one per sum (the same folds of the same
+    # lanes; the pass compiled in 0.87x the time, median of 8 alternating cold compiles each
+    # way, 0.62-1.09x). The lost mass is divided after the loop: in it, "arcp" lets LLVM hoist
+    # 1 / sum_p0c and multiply, which rounds differently (seen: M_ret moved by 1 ulp in a third
+    # of the threshold rows)
     lost = 0.0
     for s in range(ns):
         v = _tfold(A, C, s)
