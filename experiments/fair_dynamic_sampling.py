@@ -30,7 +30,8 @@ __all__ = ["Params", "PARAMS", "TITLE", "IN_PAPER", "COST_SECONDS", "compute", "
 
 TITLE = "Dynamic sampling: Pr(B) and Pr(B | A_N) against N, closed form and simulator"
 IN_PAPER = False
-COST_SECONDS = 60.0
+#: 6-9 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 8.0
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ __all__ = ["Params", "PARAMS", "TITLE", "IN_PAPER", "COST_SECONDS", "compute", "
 
 TITLE = "Fig. 2 companion: focal vs matched vanilla controls at equal Q_pos"
 IN_PAPER = False
-#: Full run: 1,829 s once on the shared 2-core machine at load 6-15 (docs/fair-comparison.md).
-COST_SECONDS = 1800.0
+#: 384-406 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores);
+#: 1,829 s once on older code at load 6-15 (docs/fair-comparison.md).
+COST_SECONDS = 400.0
 
 ARM_ORDER = ("vanilla", "focal", "vanilla-m", "vanilla-progress")
 

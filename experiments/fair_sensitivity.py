@@ -25,7 +25,8 @@ __all__ = ["Params", "PARAMS", "TITLE", "IN_PAPER", "COST_SECONDS", "compute", "
 
 TITLE = "Sensitivity of Fig. 2 to Adam's eps and weight decay (both surrogates)"
 IN_PAPER = False
-COST_SECONDS = 600.0
+#: 250-269 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 260.0
 #: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
 SHARED_RUNS = True
 

@@ -18,7 +18,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Fig. 2 as the text reads (linear surrogate, AdamW)"
 IN_PAPER = True
-COST_SECONDS = 121.0  # estimated, full settings, 2 cores
+#: 66-67 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 66.0
 #: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
 SHARED_RUNS = True
 

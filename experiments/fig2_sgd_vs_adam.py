@@ -27,7 +27,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Fig. 2 under SGD beside Adam, gamma 0 and 1"
 IN_PAPER = False
-COST_SECONDS = 150.0  # estimated, full settings, 2 cores
+#: 47 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 47.0
 #: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
 SHARED_RUNS = True
 

@@ -21,7 +21,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Fig. 2: categorical simulation (log-prob surrogate, Adam)"
 IN_PAPER = True
-COST_SECONDS = 120.0  # estimated, full settings, 2 cores
+#: 44-45 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 45.0
 #: its runs go to the shared run cache (``_sim.run_configs``): never beside another such figure
 SHARED_RUNS = True
 

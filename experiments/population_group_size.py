@@ -36,7 +36,9 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Populations: group-size sweep with shared vs tabular logits"
 IN_PAPER = False
-COST_SECONDS = 600  # 16 draws x 4 seeds; see docs/populations.md for the measured time
+#: 16 draws x 4 seeds: 175-181 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty
+#: cache, 2 cores).
+COST_SECONDS = 180.0
 
 _METRICS = ["pass_at_1", "pass_at_256", "rare_nll_rise", "coverage_at_256", "active_frac"]
 _KEEP = ["arm", "N", "gamma_arm", "lr_factor", "match_error", "seed_index", "split", "bucket"]

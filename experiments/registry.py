@@ -5,7 +5,7 @@ The registry discovers its figures: every module of this package whose name does
 
 - ``TITLE: str`` (one line), ``IN_PAPER: bool``, ``COST_SECONDS: float`` (estimated wall time with
   full settings on a 2-core machine; ``figures all`` runs cheap figures first, ties by name;
-  with several workers, :func:`run_all` starts the costly ones first);
+  with several workers, :func:`run_all` plans an order from these costs);
 - ``PARAMS``: its declared parameters (a frozen dataclass instance);
 - ``compute(params, fast=False) -> pandas.DataFrame``: a tidy table computed by the library;
   ``fast=True`` reduces seeds, steps or grid sizes;
@@ -296,6 +296,21 @@ def shares_runs(exp: Experiment) -> bool:
     return bool(getattr(exp.load(), "SHARED_RUNS", False))
 
 
+#: What :func:`run_all` expects a stored experiment to take when it is drawn from its table
+#: (not recomputed): 1-24 s measured on the 2-core machine (28-29 Nov 2026), not its
+#: ``COST_SECONDS``, which is the time to recompute it.
+STORED_DRAW_SECONDS = 10.0
+
+
+def _planned_seconds(exp: Experiment, fast: bool, from_stored: bool) -> float:
+    """The cost :func:`run_all` plans with: ``STORED_DRAW_SECONDS`` for a stored experiment
+    drawn from its stored table (``from_stored``: neither recompute nor force), else its
+    ``COST_SECONDS``."""
+    if from_stored and _is_stored(exp.load(), fast):
+        return STORED_DRAW_SECONDS
+    return exp.cost_seconds
+
+
 def _run_job(
     exp: Experiment, out_dir: Path, formats: tuple[str, ...] | str, kw: dict, skip: bool
 ) -> RunResult | None:
@@ -323,8 +338,10 @@ def run_all(
     ``kw`` as for it).
 
     ``workers = 1``: one after another in this process, in the given order. ``workers > 1``:
-    that many at a time, each in a worker process of its own (spawned once), the costliest
-    first, except that two experiments sharing runs (:func:`shares_runs`) never overlap. Every
+    that many at a time, each in a worker process of its own (spawned once), two experiments
+    sharing runs (:func:`shares_runs`) never at the same time. The order is planned from the
+    costs (``COST_SECONDS``; ``STORED_DRAW_SECONDS`` for a stored experiment drawn from its
+    table) to end as early as possible (:func:`._schedule.choose`). Every
     experiment still uses every core; running two at once fills the gaps where one runs on one
     core (compiling, building tables, drawing). The files are the same for any ``workers``.
     ``on_start(exp)`` and ``on_done(exp, result)`` are called in this process. A figure that
@@ -407,25 +424,33 @@ def _run_pool(exps, job, workers, start, done, results):
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    shared = {e.name: shares_runs(e) for e in exps}
-    pending = sorted(exps, key=lambda e: (-e.cost_seconds, e.name))
-    running: dict = {}  # future -> experiment
+    from ._schedule import Job, choose
+
+    kw = job[2]
+    cheap = not (kw.get("recompute") or kw.get("force"))
+    fast = kw.get("fast", False)
+    jobs = {e.name: Job(e.name, _planned_seconds(e, fast, cheap), shares_runs(e)) for e in exps}
+    pending = {e.name: e for e in exps}
+    running: dict = {}  # future -> (experiment, when it started)
     ctx = mp.get_context("spawn")  # no fork of a process that may hold Numba threads
     ex = ProcessPoolExecutor(min(workers, len(exps)), mp_context=ctx, initializer=_worker_init)
     try:
         while pending or running:
-            busy = any(shared[e.name] for e in running.values())
             while len(running) < workers:
-                nxt = next((e for e in pending if not (busy and shared[e.name])), None)
+                now = time.monotonic()
+                left = [
+                    (max(jobs[e.name].cost - (now - t0), 1.0), jobs[e.name].shared)
+                    for e, t0 in running.values()
+                ]  # (a job past its estimate: still about a second left)
+                nxt = choose([jobs[n] for n in pending], left, workers)
                 if nxt is None:
                     break
-                pending.remove(nxt)
-                busy = busy or shared[nxt.name]
-                start(nxt)
-                running[ex.submit(_run_job, nxt, *job)] = nxt
+                exp = pending.pop(nxt.name)
+                start(exp)
+                running[ex.submit(_run_job, exp, *job)] = (exp, now)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for f in sorted(finished, key=lambda f: running[f].name):
-                exp = running.pop(f)
+            for f in sorted(finished, key=lambda f: running[f][0].name):
+                exp = running.pop(f)[0]
                 try:
                     results[exp.name] = f.result()  # a worker's error is raised here
                 except ValueError as e:  # (the command line prints its message alone)

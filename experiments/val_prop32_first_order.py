@@ -27,7 +27,8 @@ __all__ = ["TITLE", "IN_PAPER", "COST_SECONDS", "Params", "PARAMS", "compute", "
 
 TITLE = "Prop. 3.2 / P-17: first order vs exact update vs Monte Carlo"
 IN_PAPER = False
-COST_SECONDS = 5.0  # estimated, full settings, 2 cores
+#: 10-11 s measured 29 Nov 2026 in `make reproduce` (2 workers, empty cache, 2 cores).
+COST_SECONDS = 10.0
 
 TERMS = (
     "dq_pos_first_order",

@@ -311,7 +311,7 @@ def test_fig2_sgd_vs_adam_fast():
 def test_every_experiment_draws_in_fast_mode(tmp_path, name):
     """Each figure is produced (PNG and PDF, non-empty) from its fast-mode table."""
     e = registry.get(name)
-    if e.cost_seconds > 60 and name not in _TABLES:
+    if e.cost_seconds > 30 and name not in _TABLES:
         pytest.skip("simulation figure: covered by the slow tests above when they run")
     res = registry.run(name, tmp_path, ("pdf", "png"), fast=True, dpi=200)
     assert [p.suffix for p in res.paths] == [".pdf", ".png"]
