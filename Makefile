@@ -25,11 +25,12 @@ $(BIN)/python:
 # torch alone (no dependencies) installs beside the package and its dependencies, which do not
 # include torch; torch's own dependencies follow. The same packages as one after the other
 # (`pip freeze` compared), in 44-56 s instead of 58-73 s on the 2-core machine (29 Nov 2026).
-# (A background job ignores Ctrl-C: the trap stops it.)
+# (A background job ignores Ctrl-C: the trap stops it. The package's pip would warn that torch,
+# installed beside it, lacks its dependencies until the last step.)
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-deps torch==2.13.0 & torch=$$!; \
 	trap 'kill $$torch 2>/dev/null; exit 130' INT TERM; \
-	$(BIN)/python -m pip install --quiet -e .; ok=$$?; \
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -e .; ok=$$?; \
 	wait $$torch && exit $$ok
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	touch $@
