@@ -26,13 +26,15 @@ $(BIN)/python:
 # include torch; torch's own dependencies follow. The same packages as one after the other
 # (`pip freeze` compared), in 44-56 s instead of 58-73 s on the 2-core machine (29 Nov 2026).
 # (A background job ignores Ctrl-C: the trap stops it. The package's pip would warn that torch,
-# installed beside it, lacks its dependencies until the last step.)
+# installed beside it, lacks its dependencies until the next step; `pip check` then fails the
+# install if the two resolutions left any requirement unmet.)
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-deps torch==2.13.0 & torch=$$!; \
 	trap 'kill $$torch 2>/dev/null; exit 130' INT TERM; \
 	$(BIN)/python -m pip install --quiet --no-warn-conflicts -e .; ok=$$?; \
 	wait $$torch && exit $$ok
 	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip check
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

@@ -11,8 +11,10 @@ such end (ties: the costliest, then by name). It is called again at every free w
 running jobs' estimated remaining times, so a job that takes longer than its estimate is
 accounted for when the next choice is made.
 
-Pure functions of the estimates: they decide only the order, never the files
-(``tests/test_schedule.py`` checks them against every order of small hand cases).
+Pure functions of the estimates: they decide only the order, never the files.
+``tests/test_schedule.py`` plays the dispatcher out on exact costs: a hand case, and generated
+small cases against the plain costliest-first rule and against every priority order. With
+estimates, as in a real run, nothing is guaranteed beyond never overlapping the chain.
 """
 
 from __future__ import annotations

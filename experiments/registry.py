@@ -133,8 +133,11 @@ def discover(extra: Iterable[str | Path] | None = None) -> tuple[Experiment, ...
             raise ValueError(f"figure module {path} must define {missing}")
         if name in found:
             raise ValueError(f"figure name {name!r} is defined twice ({found[name].path}, {path})")
+        cost = mod.COST_SECONDS
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9:
+            fail(f"COST_SECONDS of figure module {path}", cost, "a number of seconds in [0, 1e9)")
         found[name] = Experiment(
-            name, str(mod.TITLE), bool(mod.IN_PAPER), float(mod.COST_SECONDS), module_name, path
+            name, str(mod.TITLE), bool(mod.IN_PAPER), float(cost), module_name, path
         )
     return tuple(sorted(found.values(), key=lambda e: (e.cost_seconds, e.name)))
 

@@ -95,6 +95,18 @@ def test_registry_refuses_a_partial_contract(tmp_path):
         registry.discover([tmp_path])
 
 
+@pytest.mark.parametrize("cost", ["float('nan')", "float('inf')", "-1.0", "'60'", "True"])
+def test_registry_refuses_a_bad_cost(tmp_path, cost):
+    """(a NaN cost would hang the planner of ``figures --workers``: never "free" to start)"""
+    (tmp_path / "badcost.py").write_text(
+        f"TITLE = 'x'\nIN_PAPER = False\nCOST_SECONDS = {cost}\nPARAMS = None\n"
+        "def compute(params, fast=False): pass\ndef plot(df, params): pass\n"
+    )
+    with pytest.raises(ValueError, match=r"^COST_SECONDS of figure module .*badcost\.py must be a "
+                       r"number of seconds in \[0, 1e9\); got "):  # fmt: skip
+        registry.discover([tmp_path])
+
+
 def test_registry_unknown_name():
     with pytest.raises(ValueError, match="figure name must be one of fig1a_tail_miss"):
         registry.get("fig9")
@@ -311,7 +323,7 @@ def test_fig2_sgd_vs_adam_fast():
 def test_every_experiment_draws_in_fast_mode(tmp_path, name):
     """Each figure is produced (PNG and PDF, non-empty) from its fast-mode table."""
     e = registry.get(name)
-    if e.cost_seconds > 30 and name not in _TABLES:
+    if e.cost_seconds > 30 and name not in _TABLES:  # (the simulation figures: 45 s and more)
         pytest.skip("simulation figure: covered by the slow tests above when they run")
     res = registry.run(name, tmp_path, ("pdf", "png"), fast=True, dpi=200)
     assert [p.suffix for p in res.paths] == [".pdf", ".png"]
